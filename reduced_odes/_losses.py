@@ -1,0 +1,190 @@
+"""Population losses derived from the model declarations.
+
+``L = 1/2 E||f* - f||^2`` is expanded into products of position sums, each
+evaluated in closed form by :mod:`reduced_odes._positions`.  The 4-gram loss
+is then rewritten in the stable attention functions ``Phi`` and ``Psi`` of
+:mod:`reduced_odes._special`, after checking that the two forms are equal.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from functools import cache
+
+import sympy as sp
+
+from ._model import (
+    ALPHA,
+    P,
+    P1,
+    W_V1,
+    W_V2,
+    W_KQ,
+    WSTAR,
+    Readout,
+    induction_head_readouts,
+    stage1_readout,
+)
+from ._positions import SEQ_LEN, expect_product
+from ._special import Phi, Psi
+
+__all__ = ["DerivedLoss", "InductionHeadLosses", "assert_same", "derive_losses", "partial_loss"]
+
+
+@dataclass(frozen=True)
+class DerivedLoss:
+    """A partial loss and the conditions under which its expectation exists."""
+
+    expr: sp.Expr
+    conditions: tuple[sp.Basic, ...]
+
+
+def partial_loss(readout: Readout) -> DerivedLoss:
+    """``1/2 E[(sum target - sum model)^2]`` of one readout, in closed form.
+
+    Examples
+    --------
+    >>> from reduced_odes._model import induction_head_readouts
+    >>> g4, ih = induction_head_readouts("meanfield")
+    >>> partial_loss(ih).expr.has(SEQ_LEN)
+    True
+    """
+    signed = [(1, t) for t in readout.target] + [(-1, t) for t in readout.model]
+    total, conditions = sp.Integer(0), {}
+    for i, (sign_a, a) in enumerate(signed):
+        for j, (sign_b, b) in enumerate(signed[i:], start=i):
+            product = expect_product(a, b)
+            multiplicity = 1 if i == j else 2  # E[ab] = E[ba]
+            total += multiplicity * sign_a * sign_b * product.value
+            conditions.update(dict.fromkeys(product.conditions))
+    return DerivedLoss(total / 2, tuple(conditions))
+
+
+def assert_same(a: sp.Expr, b: sp.Expr, *, digits: int = 30, points: int = 4,
+                domain: dict | None = None, seed: int = 0, symbolic: bool = True) -> None:
+    """Raise ``AssertionError`` unless ``a == b`` symbolically or at random points.
+
+    Falls back to ``points`` random evaluations at ``digits`` significant digits
+    when ``simplify`` cannot close the difference (or at once if ``symbolic``
+    is false, for expressions too large to simplify quickly).  ``domain`` maps symbols to
+    ``(lo, hi)`` sampling intervals (default ``(0.05, 0.45)``; ``L`` uses
+    integers 4..60).
+    """
+    difference = a - b
+    if symbolic and sp.simplify(difference) == 0:
+        return
+    rng = random.Random(seed)
+    domain = domain or {}
+    scale_tol = sp.Float(10) ** (5 - digits)
+    for _ in range(points):
+        subs = {}
+        for sym in difference.free_symbols:
+            if sym == SEQ_LEN:
+                subs[sym] = rng.randint(4, 60)
+            else:
+                lo, hi = domain.get(sym, (0.05, 0.45))
+                subs[sym] = sp.Float(rng.uniform(lo, hi), digits + 10)
+        value = difference.evalf(digits + 10, subs=subs)
+        scale = 1 + abs(a.evalf(digits + 10, subs=subs))
+        if not abs(value) <= scale_tol * scale:
+            raise AssertionError(f"{a} != {b}: difference {value} at {subs}")
+
+
+@dataclass(frozen=True)
+class InductionHeadLosses:
+    """Derived Stage-II partial losses of the induction-head model for one closure.
+
+    Attributes
+    ----------
+    four_gram : sympy.Expr
+        ``L_G4(w_v1, p)`` in the stable functions ``Phi``, ``Psi``.
+    four_gram_exp : sympy.Expr
+        The same loss as derived, in elementary functions.
+    induction : sympy.Expr
+        ``L_IH(w_v2, w_kq)`` under the closure.
+    domain : tuple of sympy.Boolean
+        Conditions on ``w_kq`` and ``w_star`` for the expectations to exist.
+    """
+
+    closure: str
+    four_gram: sp.Expr
+    four_gram_exp: sp.Expr
+    induction: sp.Expr
+    domain: tuple[sp.Basic, ...]
+
+    @property
+    def total(self) -> sp.Expr:
+        return self.four_gram + self.induction
+
+
+def _in_stable_functions(loss: sp.Expr, weight: sp.Symbol, slope: sp.Symbol,
+                         length: sp.Expr) -> sp.Expr:
+    """Rewrite ``c2 w^2 + c1 w + c0`` with ``c2 = Psi/2`` and ``c1 = -alpha Phi``.
+
+    Each identification is checked (symbolically or to 30 digits) before use.
+    """
+    poly = sp.Poly(sp.expand(loss), weight)
+    if poly.degree() != 2:
+        raise AssertionError(f"4-gram loss is not quadratic in {weight}: {loss}")
+    c2, c1, c0 = (poly.coeff_monomial(weight**k) for k in (2, 1, 0))
+    phi, psi = Phi(slope, length), Psi(slope, length)
+    slope_range = {slope: (-3.0, 3.0)}
+    assert_same(c2, psi.rewrite(sp.exp) / 2, domain=slope_range, symbolic=False)
+    assert_same(c1, -ALPHA * phi.rewrite(sp.exp), domain=slope_range, symbolic=False)
+    return sp.Rational(1, 2) * (psi * weight**2 - 2 * ALPHA * phi * weight) + c0
+
+
+@cache
+def derive_losses(closure: str) -> InductionHeadLosses:
+    """Derive ``L_G4`` and ``L_IH`` of the Stage-II model under ``closure``.
+
+    Examples
+    --------
+    >>> losses = derive_losses("linear")
+    >>> sorted(str(c) for c in losses.domain)
+    ['-w_kq**2 - 2*w_kq*w_star - w_star**2 + 1 > 0', '1 - 4*w_kq**2 > 0', '1 - 4*w_star**2 > 0']
+    """
+    g4_readout, ih_readout = induction_head_readouts(closure)
+    g4, ih = partial_loss(g4_readout), partial_loss(ih_readout)
+    stable = _in_stable_functions(g4.expr, W_V1, P, SEQ_LEN)
+    # Conditions implied by others (e.g. 1 - w^2 > 0 given 1 - 4w^2 > 0) are kept
+    # only if they are not implied by the tighter ones on the same variables.
+    domain = _tightest(ih.conditions)
+    return InductionHeadLosses(closure, stable, g4.expr, ih.expr, domain)
+
+
+def _tightest(conditions: tuple[sp.Basic, ...]) -> tuple[sp.Basic, ...]:
+    """Drop conditions implied by another one that involves the same symbols."""
+    kept = []
+    for cond in conditions:
+        implied = any(
+            other is not cond and other.free_symbols == cond.free_symbols
+            and _implies(other, cond)
+            for other in conditions
+        )
+        if not implied:
+            kept.append(cond)
+    return tuple(sorted(kept, key=str))
+
+
+def _implies(stronger: sp.Basic, weaker: sp.Basic) -> bool:
+    """``stronger => weaker`` for conditions ``f > 0`` polynomial in one variable."""
+    symbols = list(stronger.free_symbols)
+    if len(symbols) != 1:
+        return False
+    (x,) = symbols
+    region_strong = sp.solve_univariate_inequality(stronger, x, relational=False)
+    region_weak = sp.solve_univariate_inequality(weaker, x, relational=False)
+    return region_strong.is_subset(region_weak) and region_strong != region_weak
+
+
+@cache
+def derive_stage1_loss() -> sp.Expr:
+    """Stage-I loss ``L_I(p_1)`` (spec section 4), derived like the others."""
+    return partial_loss(stage1_readout()).expr
+
+
+# Symbols re-exported for callers that build on the losses.
+SYMBOLS = {"alpha": ALPHA, "w_star": WSTAR, "w_v1": W_V1, "p": P, "w_v2": W_V2,
+           "w_kq": W_KQ, "p_1": P1, "L": SEQ_LEN}

@@ -1,0 +1,11 @@
+"""Shared test fixtures: an isolated compile cache per test session."""
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("REDUCED_ODES_CACHE", str(tmp_path_factory.mktemp("cache")))
+    yield
+    mp.undo()

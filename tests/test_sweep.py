@@ -1,0 +1,281 @@
+"""Tests for reduced_odes._sweep: grids, keys, resumable sweeps, kill/resume and errors."""
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # worker processes unpickle the tasks by module name
+    sys.path.insert(0, str(HERE))
+
+import _sweep_tasks as tasks  # noqa: E402
+
+from reduced_odes._sweep import (  # noqa: E402
+    expand_grid,
+    load_grid,
+    read_results,
+    run_sweep,
+    setting_key,
+)
+
+META = {"versions": {"reduced_odes": "0.1.0"}, "rtol": 1e-10}
+
+
+def _threads(settings, task, path, **kwargs):
+    with ThreadPoolExecutor(4) as pool:
+        return run_sweep(settings, task, path, executor=pool, progress=False, **kwargs)
+
+
+# 1. grids and keys ---------------------------------------------------------------------
+
+
+def test_expand_grid_order_scalars_and_edge_cases():
+    assert expand_grid({"a": [1, 2], "b": "xy", "c": (True, False)}) == [
+        {"a": 1, "b": "xy", "c": True},
+        {"a": 1, "b": "xy", "c": False},
+        {"a": 2, "b": "xy", "c": True},
+        {"a": 2, "b": "xy", "c": False},
+    ]
+    assert expand_grid({}) == [{}]
+    assert expand_grid({"a": [], "b": 1}) == []
+
+
+def test_load_grid_table_with_fixed(tmp_path):
+    path = tmp_path / "grid.toml"
+    path.write_text(
+        "[grid]\nL = [50, 200]\nsigma = [1e-2, 1e-4]\nclosure = ['linear', 'meanfield']\n"
+        "[fixed]\nmethod = 'LSODA'\n"
+    )
+    settings = load_grid(path)
+    assert len(settings) == 8 == len({setting_key(s) for s in settings})
+    assert settings[0] == {"L": 50, "sigma": 1e-2, "closure": "linear", "method": "LSODA"}
+    assert settings[-1] == {"L": 200, "sigma": 1e-4, "closure": "meanfield", "method": "LSODA"}
+    assert all(s["method"] == "LSODA" for s in settings)
+
+
+def test_load_grid_array_of_tables_is_a_deduplicated_union(tmp_path):
+    path = tmp_path / "grid.toml"
+    path.write_text(
+        "[[grid]]\nL = [50, 200]\nclosure = 'linear'\n"
+        "[[grid]]\nL = [200, 400]\nclosure = 'linear'\n"
+        "[[grid]]\nL = 50\nclosure = ['meanfield']\n"
+    )
+    assert load_grid(path) == [
+        {"L": 50, "closure": "linear"},
+        {"L": 200, "closure": "linear"},
+        {"L": 400, "closure": "linear"},
+        {"L": 50, "closure": "meanfield"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[grid]\nL = [50, 200\n", "invalid TOML"),
+        ("[fixed]\nmethod = 'LSODA'\n", "needs a [grid] table"),
+        ("grid = 3\n", "needs a [grid] table"),
+        ("[grids]\nL = [1]\n", "unknown top-level key(s) ['grids']"),
+        ("fixed = 1\n[grid]\nL = [1]\n", "[fixed] must be a table"),
+        ("[grid]\nL = [1, 2]\n[fixed]\nL = 3\n", "['L'] appear in both [grid] and [fixed]"),
+    ],
+)
+def test_load_grid_malformed_file_names_file_and_problem(tmp_path, text, problem):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ValueError) as excinfo:
+        load_grid(path)
+    assert str(path) in str(excinfo.value)
+    assert problem in str(excinfo.value)
+
+
+def test_setting_key_is_canonical_and_stable():
+    key = setting_key({"sigma": 0.1, "L": 50})
+    assert key == setting_key({"L": 50, "sigma": 0.1})
+    assert key == hashlib.sha256(b'{"L":50,"sigma":0.1}').hexdigest()  # format is frozen
+    assert key == setting_key({"L": np.int64(50), "sigma": np.float64(0.1)})
+    assert key != setting_key({"L": 50, "sigma": 0.10000000000000002})  # repr round-trips
+    assert key != setting_key({"L": 50.0, "sigma": 0.1})
+
+
+# 2. sweeps and resume ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pool", ["threads", "default process pool"])
+def test_sweep_writes_one_line_per_setting_and_rerun_skips_all(tmp_path, pool):
+    path, settings = tmp_path / "results.jsonl", tasks.squares(12)
+
+    def sweep():
+        if pool == "threads":
+            return _threads(settings, tasks.square, path, metadata=META)
+        return run_sweep(settings, tasks.square, path, max_workers=2, progress=False,
+                         metadata=META)
+
+    first = sweep()
+    assert (first.total, first.skipped, first.completed, first.failed) == (12, 0, 12, 0)
+    assert first.results_path == path
+    text = path.read_text()
+    records = [json.loads(line) for line in text.splitlines()]
+    assert len(records) == 12 and text.endswith("\n")
+    assert sorted(r["setting"]["x"] for r in records) == list(range(12))
+    for r in records:
+        assert r["key"] == setting_key(r["setting"])
+        assert r["result"]["y"] == r["setting"]["x"] ** 2
+        assert r["metadata"] == META
+    pids = {r["result"]["pid"] for r in records}
+    assert (pids == {os.getpid()}) if pool == "threads" else (os.getpid() not in pids)
+    assert [r["setting"] for r in first.records] == settings  # in the order of the settings
+
+    second = sweep()
+    assert (second.total, second.skipped, second.completed, second.failed) == (12, 12, 0, 0)
+    assert path.read_text() == text  # nothing appended
+    assert second.records == first.records
+
+
+def test_duplicate_settings_run_once_and_external_executor_stays_open(tmp_path):
+    path = tmp_path / "results.jsonl"
+    with ThreadPoolExecutor(2) as pool:
+        report = run_sweep([{"x": 1}, {"x": 2}, {"x": 1}], tasks.square, path, executor=pool,
+                           progress=False)
+        assert pool.submit(int, "7").result() == 7  # not shut down by run_sweep
+        with pytest.raises(ValueError, match="max_workers"):
+            run_sweep([{"x": 1}], tasks.square, path, executor=pool, max_workers=2)
+    assert (report.total, report.completed) == (2, 2)
+    assert len(read_results(path)) == 2
+
+
+def test_results_are_json_encoded_or_recorded_as_errors(tmp_path):
+    def numpy_or_junk(setting):
+        return {"y": np.arange(3) * setting["x"]} if setting["x"] else {"y": object()}
+
+    path = tmp_path / "results.jsonl"
+    report = _threads([{"x": 0}, {"x": 1}], numpy_or_junk, path)
+    assert (report.completed, report.failed) == (1, 1)
+    assert report.records[0]["result"] == {"y": [0, 1, 2]}
+    error = [r for r in read_results(path) if "error" in r][0]
+    assert error["setting"] == {"x": 0} and error["error"].startswith("TypeError: ")
+
+
+def test_progress_bar_on_stderr(tmp_path, capsys):
+    with ThreadPoolExecutor(2) as pool:
+        run_sweep(tasks.squares(3), tasks.square, tmp_path / "a.jsonl", executor=pool,
+                  progress=True)
+        err = capsys.readouterr().err
+        assert err.startswith("\rsweep 0/3 (0%) elapsed 0:00:00 eta ?")
+        assert "\rsweep 3/3 (100%) elapsed " in err and err.endswith("\n")
+        run_sweep(tasks.squares(3), tasks.square, tmp_path / "b.jsonl", executor=pool)
+        assert capsys.readouterr().err == ""  # auto: stderr is not a terminal here
+
+
+# 3. kill and resume --------------------------------------------------------------------
+
+
+def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
+    path = tmp_path / "results.jsonl"
+    pythonpath = os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys, _sweep_tasks; _sweep_tasks.slow_sweep(sys.argv[1])",
+         str(path)],
+        env={**os.environ, "PYTHONPATH": pythonpath},
+        start_new_session=True,  # own process group: killpg reaches the pool's workers too
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (path.exists() and path.read_bytes().count(b"\n") >= 4):
+            assert proc.poll() is None, "the sweep subprocess exited early"
+            assert time.monotonic() < deadline, "the sweep subprocess wrote nothing"
+            time.sleep(0.01)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    before = read_results(path)
+    assert 4 <= len(before) < 30, "the kill must interrupt the sweep"
+
+    line = json.dumps({"key": setting_key({"x": 29}), "setting": {"x": 29}, "result": {"y": 0}})
+    with open(path, "ab") as fh:  # simulate a write torn by the kill
+        fh.write(line[: len(line) // 2].encode())
+    assert read_results(path) == before
+
+    report = tasks.slow_sweep(path)
+    assert (report.skipped, report.completed, report.failed) == (len(before), 30 - len(before), 0)
+    data = path.read_bytes()
+    assert data.endswith(b"\n")
+    records = [json.loads(line) for line in data.splitlines()]  # every line is intact JSON
+    assert records[: len(before)] == before
+    assert Counter(r["setting"]["x"] for r in records) == Counter(range(30))  # once each
+    assert all("result" in r and r["result"]["y"] == r["setting"]["x"] ** 2 for r in records)
+    assert [r["setting"]["x"] for r in report.records] == list(range(30))
+
+
+def test_torn_last_line_is_cut_but_foreign_or_corrupt_files_are_refused(tmp_path):
+    path = tmp_path / "results.jsonl"
+    _threads(tasks.squares(3), tasks.square, path)
+    good = path.read_bytes()
+    path.write_bytes(good + good[:20])  # a torn copy of the first line
+    assert len(read_results(path)) == 3
+    report = _threads(tasks.squares(5), tasks.square, path)
+    assert (report.skipped, report.completed) == (3, 2)
+    data = path.read_bytes()
+    assert data.startswith(good) and len([json.loads(x) for x in data.splitlines()]) == 5
+
+    path.write_bytes(good + b"not json\n" + good)
+    with pytest.raises(ValueError, match=r"results\.jsonl:4: corrupt results line"):
+        read_results(path)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("do not truncate me")
+    with pytest.raises(ValueError, match=r"notes\.txt:1: not a results line"):
+        _threads(tasks.squares(1), tasks.square, notes)
+    assert notes.read_text() == "do not truncate me"
+
+
+def test_keyboard_interrupt_keeps_finished_lines_and_cancels_the_rest(tmp_path):
+    path, calls = tmp_path / "results.jsonl", []
+
+    def interrupted_at_three(setting):
+        calls.append(setting["x"])
+        time.sleep(0.05)
+        if setting["x"] == 3:
+            raise KeyboardInterrupt
+        return {"y": setting["x"] ** 2}
+
+    with ThreadPoolExecutor(1) as pool, pytest.raises(KeyboardInterrupt):
+        run_sweep(tasks.squares(10), interrupted_at_three, path, executor=pool, progress=False)
+    assert [r["setting"]["x"] for r in read_results(path)] == [0, 1, 2]
+    assert len(calls) <= 5  # the pending futures were cancelled
+    report = _threads(tasks.squares(10), tasks.square, path)
+    assert (report.skipped, report.completed) == (3, 7)
+
+
+# 4. failing settings -------------------------------------------------------------------
+
+
+def test_failed_setting_records_an_error_line_and_is_retried(tmp_path, capsys):
+    path = tmp_path / "results.jsonl"
+    with ThreadPoolExecutor(2) as pool:
+        first = run_sweep(tasks.squares(5), tasks.fails_on_three, path, executor=pool,
+                          progress=True, metadata=META)
+        assert (first.completed, first.failed) == (4, 1)
+        assert ", 1 failed" in capsys.readouterr().err
+        errors = [r for r in read_results(path) if "error" in r]
+        assert errors == [{"key": setting_key({"x": 3}), "setting": {"x": 3},
+                           "error": "ValueError: x == 3 is not allowed", "metadata": META}]
+        assert [r["setting"]["x"] for r in first.records] == [0, 1, 2, 4]
+
+        again = run_sweep(tasks.squares(5), tasks.fails_on_three, path, executor=pool,
+                          progress=False)
+        assert (again.skipped, again.completed, again.failed) == (4, 0, 1)  # retried
+        fixed = run_sweep(tasks.squares(5), tasks.square, path, executor=pool, progress=False)
+        assert (fixed.skipped, fixed.completed, fixed.failed) == (4, 1, 0)
+    assert [r["result"]["y"] for r in fixed.records] == [0, 1, 4, 9, 16]
+    assert len(read_results(path)) == 5 + 1 + 1
