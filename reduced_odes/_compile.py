@@ -2,6 +2,10 @@
 
 The right-hand side, Jacobian, losses and domain margins are generated as
 straight-line Python (``math`` only) after common-subexpression elimination.
+All attention functions of one argument pair ``(p, L)`` are evaluated by one
+call of a fused kernel of :mod:`reduced_odes._kernels` (which shares their
+exponentials); the generated module imports nothing else, so loading it never
+imports SymPy.
 Parameters (alpha, w_star, L) are runtime arguments, so a new parameter
 setting never re-derives or recompiles anything.
 
@@ -14,11 +18,13 @@ Cache layout (``$REDUCED_ODES_CACHE`` or ``$XDG_CACHE_HOME/reduced-odes``):
   module without importing SymPy.
 
 Files are written atomically (temporary file + ``os.replace``); a module
-whose recorded checksum does not match its body is rebuilt.
+whose recorded checksum does not match its body is rebuilt.  Within a process
+a loaded system is reused while its index and module files are unchanged.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -34,9 +40,9 @@ from ._version import __version__
 __all__ = ["CompiledSystem", "cache_dir", "load_system"]
 
 #: Bump when the generated code changes shape, to invalidate old cache entries.
-CODEGEN_VERSION = "1"
+CODEGEN_VERSION = "2"
 _SYMBOLIC_SOURCES = ("_gaussian.py", "_positions.py", "_model.py", "_losses.py",
-                     "_special.py", "_flow.py", "_compile.py")
+                     "_special.py", "_kernels.py", "_flow.py", "_compile.py")
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -54,6 +60,9 @@ class CompiledSystem:
         ``observables(y, alpha, w_star, L) -> [L_G4, L_IH, *domain margins]``.
     domain_labels : tuple of str
         The conditions ``margin > 0`` in the order of the margins.
+    margins : callable
+        ``margins(y, alpha, w_star, L) -> [domain margins]`` alone (cheap: no
+        attention functions, no square roots, so defined outside the domain too).
     """
 
     closure: str
@@ -63,6 +72,7 @@ class CompiledSystem:
     domain_labels: tuple[str, ...]
     key: str
     path: Path
+    margins: Callable | None = None
 
 
 def cache_dir() -> Path:
@@ -76,15 +86,36 @@ def cache_dir() -> Path:
     return path
 
 
+@functools.cache
+def _sympy_version() -> str:
+    return importlib.metadata.version("sympy")
+
+
 def _versions() -> str:
-    return f"reduced-odes {__version__}; sympy {importlib.metadata.version('sympy')}"
+    return f"reduced-odes {__version__}; sympy {_sympy_version()}"
 
 
 def _derivation_key(closure: str) -> str:
-    digest = hashlib.sha256(f"{closure}|{_versions()}|{CODEGEN_VERSION}".encode())
-    for name in _SYMBOLIC_SOURCES:
+    stamps = tuple((name, *_stat(_PACKAGE_DIR / name)) for name in _SYMBOLIC_SOURCES)
+    return _derivation_key_of(closure, _versions(), CODEGEN_VERSION, stamps)
+
+
+@functools.cache
+def _derivation_key_of(closure: str, versions: str, codegen: str, stamps: tuple) -> str:
+    # ``stamps`` (name, file stat) only keys this in-process memo: the hash covers the bytes.
+    digest = hashlib.sha256(f"{closure}|{versions}|{codegen}".encode())
+    for name, *_ in stamps:
         digest.update((_PACKAGE_DIR / name).read_bytes())
     return digest.hexdigest()[:24]
+
+
+def _stat(path: Path) -> tuple[int, ...]:
+    """``(inode, mtime_ns, ctime_ns, size)`` of ``path``, or ``()`` if it does not exist."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ()
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -121,7 +152,7 @@ def _load_module(path: Path):
 
 def _system_from_module(closure: str, module, path: Path) -> CompiledSystem:
     return CompiledSystem(closure, module.rhs, module.jac, module.observables,
-                          tuple(module.DOMAIN_LABELS), module.KEY, path)
+                          tuple(module.DOMAIN_LABELS), module.KEY, path, module.margins)
 
 
 def _generate(flow) -> tuple[str, str]:
@@ -131,12 +162,12 @@ def _generate(flow) -> tuple[str, str]:
     from ._flow import LOG_STATE
     from ._model import ALPHA, WSTAR, W_KQ
     from ._positions import SEQ_LEN
-    from ._special import NUMERIC_IMPLEMENTATIONS
+    from ._kernels import FUSED_KERNELS
 
-    margins = [c.lhs - c.rhs for c in flow.domain]
     log_subs = {W_KQ: sp.exp(LOG_STATE[3])}
-    observables = [flow.losses.four_gram, flow.losses.induction, *margins]
-    observables = [sp.sympify(e).subs(log_subs) for e in observables]
+    margins = [sp.sympify(c.lhs - c.rhs).subs(log_subs) for c in flow.domain]
+    observables = [flow.losses.four_gram, flow.losses.induction]
+    observables = [sp.sympify(e).subs(log_subs) for e in observables] + margins
     jacobian = list(flow.log_jacobian)
     key_material = sp.srepr([list(flow.log_rhs), jacobian, observables]) + _versions()
     key = hashlib.sha256((key_material + CODEGEN_VERSION).encode()).hexdigest()[:24]
@@ -148,14 +179,13 @@ def _generate(flow) -> tuple[str, str]:
         _function_source("rhs", f"t, y, {params}", unpack, list(flow.log_rhs)),
         _function_source("jac", f"t, y, {params}", unpack, jacobian, columns=4),
         _function_source("observables", f"y, {params}", unpack, observables),
+        _function_source("margins", f"y, {params}", unpack, margins),
     ]
-    specials = "\n".join(f"{name} = _NUMERIC[{name!r}]" for name in NUMERIC_IMPLEMENTATIONS)
     labels = [f"{sp.sstr(c.lhs - c.rhs)} > 0" for c in flow.domain]
     body = "\n".join([
         f'"""Generated by reduced-odes {__version__} for closure {flow.closure!r}. Do not edit."""',
         "import math",
-        "from reduced_odes._special import NUMERIC_IMPLEMENTATIONS as _NUMERIC",
-        specials,
+        f"from reduced_odes._kernels import {', '.join(FUSED_KERNELS)}",
         f"KEY = {key!r}",
         f"DOMAIN_LABELS = {labels!r}",
         *functions,
@@ -174,9 +204,10 @@ def _function_source(name: str, signature: str, unpack: str, exprs: Sequence,
             return f"{type(expr).__name__}({args})"
 
     printer = _Printer({"standard": "python3"})
+    kernel_lines, exprs = _fuse_attention_calls(list(exprs), printer)
     # A flat list: SymPy skips CSE inside nested lists.
     replacements, reduced = sp.cse(list(exprs), symbols=sp.numbered_symbols("_c"))
-    lines = [f"\ndef {name}({signature}):", f"    {unpack}"]
+    lines = [f"\ndef {name}({signature}):", f"    {unpack}", *kernel_lines]
     lines += [f"    {sym} = {printer.doprint(e)}" for sym, e in replacements]
     items = [printer.doprint(e) for e in reduced]
     if columns:
@@ -185,6 +216,42 @@ def _function_source(name: str, signature: str, unpack: str, exprs: Sequence,
     else:
         lines.append("    return [" + ", ".join(items) + "]")
     return "\n".join(lines)
+
+
+def _fuse_attention_calls(exprs: list, printer) -> tuple[list[str], list]:
+    """Replace the attention functions of each argument pair by the outputs of one fused
+    kernel call (the cheapest of ``FUSED_KERNELS`` that provides all of them).
+
+    Returns the kernel-call lines and the expressions in the new symbols.
+    """
+    import sympy as sp
+
+    from ._kernels import FUSED_KERNELS, NUMERIC_IMPLEMENTATIONS
+
+    calls: dict[tuple, dict[str, sp.Basic]] = {}
+    for expr in exprs:
+        for call in sp.sympify(expr).atoms(sp.Function):
+            if type(call).__name__ in NUMERIC_IMPLEMENTATIONS:
+                calls.setdefault(call.args, {})[type(call).__name__] = call
+    lines, subs = [], {}
+    for i, args in enumerate(sorted(calls, key=sp.default_sort_key)):
+        used = calls[args]
+        kernel = next(k for k, provides in FUSED_KERNELS.items() if set(used) <= set(provides))
+        targets = []
+        for class_name in FUSED_KERNELS[kernel]:
+            if class_name in used:
+                symbol = sp.Symbol(f"_{class_name}{i}")
+                subs[used[class_name]] = symbol
+                targets.append(symbol.name)
+            else:
+                targets.append("_")
+        arguments = ", ".join(printer.doprint(a) for a in args)
+        lines.append(f"    {', '.join(targets)} = {kernel}({arguments})")
+    return lines, [sp.sympify(e).xreplace(subs) for e in exprs]
+
+
+#: In-process memo: (closure, directory) -> (index stamp, module stamp, system).
+_LOADED: dict[tuple[str, str], tuple[tuple, tuple, CompiledSystem]] = {}
 
 
 def load_system(closure: str, *, directory: Path | None = None) -> CompiledSystem:
@@ -206,11 +273,16 @@ def load_system(closure: str, *, directory: Path | None = None) -> CompiledSyste
     """
     directory = Path(directory) if directory is not None else cache_dir()
     index = directory / f"index-{_derivation_key(closure)}.json"
+    memo_key = (closure, str(index))
+    if memo_key in _LOADED:
+        index_stamp, module_stamp, system = _LOADED[memo_key]
+        if _stat(index) == index_stamp and _stat(system.path) == module_stamp:
+            return system
     try:
         path = directory / json.loads(index.read_text())["module"]
         module = _load_module(path)
         if module is not None:
-            return _system_from_module(closure, module, path)
+            return _remember(memo_key, index, _system_from_module(closure, module, path))
     except (OSError, ValueError, KeyError, TypeError):
         pass
     from ._flow import derive_flow
@@ -223,4 +295,9 @@ def load_system(closure: str, *, directory: Path | None = None) -> CompiledSyste
     module = _load_module(path)
     if module is None:
         raise RuntimeError(f"generated module {path} failed to load")
-    return _system_from_module(closure, module, path)
+    return _remember(memo_key, index, _system_from_module(closure, module, path))
+
+
+def _remember(memo_key: tuple[str, str], index: Path, system: CompiledSystem) -> CompiledSystem:
+    _LOADED[memo_key] = (_stat(index), _stat(system.path), system)
+    return system

@@ -22,6 +22,14 @@ The attention ``A_s`` is one of ``"exact"`` (softmax over ``s = 2..L-1``),
 
 Parameter vectors are ordered ``(w_v1, p, w_v2, w_k, w_q)`` for the Stage-II model
 (``p1 = +inf``) and ``(p1, w_v1, p, w_v2, w_k, w_q)`` for the two-layer model.
+
+Implementation notes: tokens are held position-major, shape ``(L+1, B)`` with
+the padding row ``x_0 = 0``; the layer-1 features come from an ``O(L B)`` convex
+recursion instead of an ``O(L^2 B)`` product; batches are processed in blocks
+of about ``BLOCK_ELEMENTS`` numbers per temporary, which bounds memory and keeps
+the allocator from page-faulting fresh buffers on every step.  ``E[L_G4]`` is
+recorded exactly (head 1 is linear in the Gaussian tokens), so ``T_I`` carries
+no sampling noise beyond that of the SGD parameters themselves.
 """
 
 from __future__ import annotations
@@ -174,6 +182,31 @@ def _layer1_features(xt: np.ndarray, p1: float, G: np.ndarray | None = None,
     return G, dG
 
 
+def _expected_loss_g4(theta6: np.ndarray, L: int, alpha: float, stage: int = 2) -> float:
+    """Exact ``E[L_G4]``: head 1 is linear in the i.i.d. tokens, so no sampling is needed.
+
+    ``y1 = w_v1 sum_tau beta_tau x_tau`` with ``beta = R pi`` (``R`` the layer-1
+    mixing matrix; ``beta_tau = pi_{tau+1}`` for ``p1 = +inf``), hence
+    ``E[L_G4] = (w_v1^2 |beta|^2 - 2 alpha w_v1 beta_{L-2} + alpha^2) / 2``.  In
+    Stage I (frozen read-out ``y1 = alpha g_{L-1}``) ``w_v1 = alpha``, ``beta = rho^{(L-1)}``.
+    """
+    p1, wv1, p = theta6[0], theta6[1], theta6[2]
+    if stage == 1:
+        rho, _ = _recency_weights(p1, L - 2)  # rho[0] is the weight on x_{L-2}
+        return 0.5 * alpha**2 * ((1.0 - rho[0]) ** 2 + float(rho[1:] @ rho[1:]))
+    pi, _ = _alibi_weights(p, L)
+    if math.isinf(p1):
+        beta = pi[1:]  # coefficients of x_1..x_{L-2}
+    else:
+        g_weights = np.zeros((L - 1, L - 2))  # row s-1: weights of g_s on x_1..x_{L-2}
+        c, _ = _layer1_coefficients(p1, L)
+        for i in range(L - 2):  # the recursion of _layer1_features, on coefficients
+            g_weights[i + 1] = c[i] * g_weights[i]
+            g_weights[i + 1, i] += 1.0 - c[i]
+        beta = pi @ g_weights
+    return 0.5 * (wv1**2 * float(beta @ beta) - 2.0 * alpha * wv1 * beta[-1] + alpha**2)
+
+
 # --------------------------------------------------------------------------- #
 # Per-sample forward/backward pass on one block of sequences
 # --------------------------------------------------------------------------- #
@@ -291,12 +324,12 @@ def _sums(theta: np.ndarray, xt: np.ndarray, alpha: float, wstar: float, attenti
 
 
 def _stage1_sums(p1: float, xt: np.ndarray, alpha: float, wstar: float,
-                 attention: str) -> np.ndarray:
+                 attention: str, with_ih: bool = True) -> np.ndarray:
     """Sums of the Stage-I loss, of the frozen ``L_IH`` and of ``d loss / d p1``.
 
     Stage-I read-out: ``y1 = alpha g_{L-1}``, ``g_{L-1} = sum_{tau<=L-2} rho x_tau``;
     the induction head outputs 0, so its partial loss ``((1-alpha) f_IH)^2 / 2`` is
-    a constant of ``p1``.
+    a constant of ``p1`` (only computed, for the record, if ``with_ih``).
     """
     L = xt.shape[0] - 1
     rho, drho = _recency_weights(p1, L - 2)  # j = L-2-tau, tau = L-2, ..., 1
@@ -307,12 +340,13 @@ def _stage1_sums(p1: float, xt: np.ndarray, alpha: float, wstar: float,
         sl = slice(a, a + step)
         blk = past[:, sl]
         resid = alpha * (xt[L - 2, sl] - rho @ blk)  # alpha (x_{L-2} - g_{L-1})
-        q = xt[L, sl]
-        Astar = _attention(wstar * (xt[1 : L - 1, sl] * q), q, wstar, attention, L)
-        f_ih = (1.0 - alpha) * (Astar * xt[2:L, sl]).sum(axis=0)
         tot[0] += 0.5 * resid @ resid
-        tot[1] += 0.5 * f_ih @ f_ih
         tot[2] += -alpha * resid @ (drho @ blk)
+        if with_ih:
+            q = xt[L, sl]
+            Astar = _attention(wstar * (xt[1 : L - 1, sl] * q), q, wstar, attention, L)
+            f_ih = (1.0 - alpha) * (Astar * xt[2:L, sl]).sum(axis=0)
+            tot[1] += 0.5 * f_ih @ f_ih
     return tot
 
 
@@ -548,8 +582,9 @@ class SGDConfig:
     p1_init : float
         Initial ``p1`` for ``"layerwise"`` and ``"joint"`` (finite).
     eval_batch : int
-        Size of a fixed evaluation batch (drawn once) on which low-noise loss
-        curves are recorded; 0 disables it.
+        Size of a fixed evaluation batch (drawn once, from a separate stream) on
+        which low-noise loss curves are recorded; 0 (default) disables it.  The
+        exact expected ``L_G4`` is always recorded.
 
     Examples
     --------
@@ -570,7 +605,7 @@ class SGDConfig:
     seed: int = 0
     stage1_time: float = 50.0
     p1_init: float = 0.0
-    eval_batch: int = 2048
+    eval_batch: int = 0
 
     def __post_init__(self):
         L, alpha, wstar, attention = _check_model(self.L, self.alpha, self.wstar, self.attention)
@@ -677,8 +712,12 @@ class SGDTrajectory:
         Partial losses on the training batch of that step (before the update).
         In Stage I, ``loss_g4`` is the Stage-I objective and ``loss_ih`` the
         constant ``mean (f2*)^2 / 2`` (induction head output frozen at 0).
+    expected_loss_g4 : numpy.ndarray, shape (n,)
+        The exact expectation of ``L_G4`` at the recorded parameters (head 1 is
+        linear in the Gaussian tokens, so it has a closed form for every mode).
     eval_loss_g4, eval_loss_ih : numpy.ndarray or None
-        The same on the fixed evaluation batch (``None`` if ``eval_batch == 0``).
+        The same as ``loss_g4``, ``loss_ih`` on the fixed evaluation batch
+        (``None`` if ``eval_batch == 0``).
     t_stage2 : float
         Global time at which Stage II starts (``stage1_time`` or 0).
     """
@@ -689,6 +728,7 @@ class SGDTrajectory:
     params: np.ndarray
     loss_g4: np.ndarray
     loss_ih: np.ndarray
+    expected_loss_g4: np.ndarray
     eval_loss_g4: np.ndarray | None
     eval_loss_ih: np.ndarray | None
     t_stage2: float
@@ -714,29 +754,45 @@ class SGDTrajectory:
                                  self.w_kq[m]])
         return self.t[m] - self.t_stage2, state
 
-    def phases(self, *, use_eval: bool = True, smooth: int = 5) -> dict[str, float]:
+    def phases(self, *, loss_source: str = "expected", smooth: int = 5) -> dict[str, float]:
         """Phase times of Stage II, measured from its start (spec section 6).
 
-        ``T_I``: first ``t`` with ``L_G4 <= 1%`` of its Stage-II initial value,
-        on the evaluation-batch curve if available (and ``use_eval``), otherwise
-        on the training-batch curve smoothed by a centred moving average over
-        ``smooth`` records.  ``T_II``, ``T_em``, ``T_III``: first ``t`` with
-        ``w_kq >= 0.1, 0.5, 0.9 * w*``.  Crossings are linearly interpolated
-        between records; ``nan`` if not reached.
+        ``T_I``: first ``t`` with ``L_G4 <= 1%`` of its Stage-II initial value.
+        ``T_II``, ``T_em``, ``T_III``: first ``t`` with ``w_kq >= 0.1, 0.5, 0.9 w*``
+        (``w_kq`` is a parameter, so these need no loss estimate).  Crossings are
+        linearly interpolated between records; ``nan`` if not reached.
+
+        Parameters
+        ----------
+        loss_source : {"expected", "eval", "batch"}
+            The ``L_G4`` curve for ``T_I``: the exact expectation (default, no
+            sampling noise), the fixed evaluation batch, or the training-batch
+            estimates smoothed by a centred moving average over ``smooth`` records.
+        smooth : int
+            Window (records) of the moving average for ``loss_source="batch"``.
+
+        Returns
+        -------
+        dict
+            ``{"T_I", "T_II", "T_em", "T_III"}`` as floats.
 
         Examples
         --------
-        >>> cfg = SGDConfig(L=6, alpha=0.5, wstar=0.3, sigma=0.1, eta=0.5, t_max=5.0,
-        ...                 batch=8, eval_batch=16)
+        >>> cfg = SGDConfig(L=6, alpha=0.5, wstar=0.3, sigma=0.1, eta=0.5, t_max=5.0, batch=8)
         >>> sorted(simulate_sgd(cfg).phases())
         ['T_I', 'T_II', 'T_III', 'T_em']
         """
+        _check_choice("loss_source", loss_source, ("expected", "eval", "batch"))
         m = self.stage == 2
         t = self.t[m] - self.t_stage2
-        if use_eval and self.eval_loss_g4 is not None:
+        if loss_source == "expected":
+            g4 = self.expected_loss_g4[m]
+        elif loss_source == "eval":
+            if self.eval_loss_g4 is None:
+                raise ValueError("loss_source='eval' is invalid: the run has eval_batch=0")
             g4 = self.eval_loss_g4[m]
         else:
-            g4 = _moving_average(self.loss_g4[m], smooth)
+            g4 = _moving_average(self.loss_g4[m], _check_int("smooth", smooth, 1))
         wkq = self.w_kq[m]
         ws = self.config.wstar
         sign = 1.0 if ws >= 0 else -1.0
@@ -808,9 +864,9 @@ def simulate_sgd(config: SGDConfig) -> SGDTrajectory:
     theta = np.array([p1, s, 0.0, s, s, s])  # (p1, w_v1, p, w_v2, w_k, w_q)
     rec_t, rec_stage, rec_par, rec_l, rec_e = [], [], [], [], []
 
-    def evaluate(stage: int, x: np.ndarray, wk) -> np.ndarray:
+    def evaluate(stage: int, x: np.ndarray, wk, record: bool = True) -> np.ndarray:
         if stage == 1:
-            tot = _stage1_sums(theta[0], x, cfg.alpha, cfg.wstar, cfg.attention)
+            tot = _stage1_sums(theta[0], x, cfg.alpha, cfg.wstar, cfg.attention, record)
             out = np.zeros(8)
             out[:2] = tot[:2]
             out[2] = tot[2]
@@ -831,16 +887,17 @@ def simulate_sgd(config: SGDConfig) -> SGDTrajectory:
             active = np.array([0.0, 1, 1, 1, 1, 1])
         for n in range(n_steps + 1):
             t = t0 + cfg.eta * n
+            last = n == n_steps
+            record = n % cfg.record_every == 0 or last
             rng.standard_normal(out=xt[1:])
-            out = evaluate(stage, xt, work)
+            out = evaluate(stage, xt, work, record)
             if not np.all(np.isfinite(out)):
                 raise _divergence(cfg, step0 + n, t, theta)
-            last = n == n_steps
-            if n % cfg.record_every == 0 or last:
+            if record:
                 rec_t.append(t)
                 rec_stage.append(stage)
                 rec_par.append(theta.copy())
-                rec_l.append(out[:2])
+                rec_l.append((out[0], out[1], _expected_loss_g4(theta, L, cfg.alpha, stage)))
                 if xe is not None:
                     rec_e.append(evaluate(stage, xe, work_e)[:2])
             if last:
@@ -865,6 +922,7 @@ def simulate_sgd(config: SGDConfig) -> SGDTrajectory:
         params=np.array(rec_par),
         loss_g4=losses[:, 0],
         loss_ih=losses[:, 1],
+        expected_loss_g4=losses[:, 2],
         eval_loss_g4=None if ev is None else ev[:, 0],
         eval_loss_ih=None if ev is None else ev[:, 1],
         t_stage2=t0,

@@ -27,11 +27,23 @@ to the numeric functions (usable directly as a ``lambdify`` module).
 
 from __future__ import annotations
 
-import math
-
 import sympy as sp
 from sympy.core.evalf import prec_to_dps
 from sympy.core.function import ArgumentIndexError
+
+# The numeric kernels live in the SymPy-free module ``_kernels`` (generated code,
+# and so a warm start, import only that one); re-exported here.
+from ._kernels import (
+    NUMERIC_IMPLEMENTATIONS,
+    _phi_terms,
+    _psi_terms,
+    d2log_phi,
+    d2log_psi,
+    dlog_phi,
+    dlog_psi,
+    phi,
+    psi,
+)
 
 __all__ = [
     "D2LogPhi",
@@ -48,273 +60,6 @@ __all__ = [
     "phi",
     "psi",
 ]
-
-# --------------------------------------------------------------------------- #
-# Shared structure: d ln F/dp = sum_j w_j D(s_j p, n_j) for F = phi, psi.
-# Works for float and SymPy ``L``.
-# --------------------------------------------------------------------------- #
-
-
-def _phi_terms(L):
-    # ln phi = -ln Z = ln(1 - e^{-p}) - ln(1 - e^{-(L-1)p}).
-    return ((1, 1, L - 1),)
-
-
-def _psi_terms(L):
-    # ln psi = ln S2 - 2 ln Z; ln S2 is -(ln phi) at slope 2p and length L-1.
-    return ((-2, 2, L - 2), (2, 1, L - 1))
-
-
-# --------------------------------------------------------------------------- #
-# Numeric kernels.
-# --------------------------------------------------------------------------- #
-
-# Series regime |y| = |n x| < _SERIES_RADIUS (the series converges for
-# |y| < 2 pi).  At |y| = 2 the direct formulas lose only a factor 1.5 (D:
-# n/2 - 0.16 n) resp. 3.6 (D': n^2/4 - 0.18 n^2) to cancellation; a smaller
-# radius would cost more (factor 12.6 for D' at |y| = 1), a larger one more terms.
-_SERIES_RADIUS = 2.0
-# Terms of the Bernoulli series.  |B_2k/(2k)!| ~ 2/(2 pi)^{2k}, so the first
-# omitted term relative to the leading one at |y| = 2 is 2.6e-21 for D and
-# 12 (2K+1) |B_{2K+2}/(2K+2)!| 2^{2K} = 3.2e-19 for D' (K = 20): < 1e-16.
-_N_TERMS = 20
-# x/expm1(x) = sum_m B_m x^m/m! (B_1 = -1/2, odd B_m = 0 beyond), hence
-#   1/expm1(x) - 1/x + 1/2 = x P(x^2),   P(u) = sum_{k>=1} c_k u^{k-1},
-#   d/dx [x P(x^2)]        = Q(x^2),     Q(u) = sum_{k>=1} (2k-1) c_k u^{k-1},
-# with c_k = B_{2k}/(2k)! (c_1 = 1/12, c_2 = -1/720, ...).  Stored highest
-# power first for Horner's rule.
-_C = [sp.bernoulli(2 * k) / sp.factorial(2 * k) for k in range(1, _N_TERMS + 1)]
-_P = tuple(float(c) for c in reversed(_C))
-_Q = tuple(float((2 * k - 1) * c) for k, c in reversed(list(enumerate(_C, 1))))
-del _C
-# Below this |p| the O(p L) corrections to the p = 0 limits are < 1e-290
-# relative; above it every expm1 argument below is a normal double.
-_TINY = 1e-300
-
-
-def _horner(coeffs: tuple[float, ...], u: float) -> float:
-    acc = 0.0
-    for c in coeffs:
-        acc = acc * u + c
-    return acc
-
-
-def _inv_expm1(x: float) -> float:
-    """``1/expm1(x) = e^{-x}/(-expm1(-x))`` for ``x > 0``, no overflow."""
-    return math.exp(-x) / -math.expm1(-x)
-
-
-def _inv_4sinh2(x: float) -> float:
-    """``1/(4 sinh^2(x/2)) = e^{-|x|}/expm1(-|x|)^2`` for ``x != 0``, no overflow."""
-    a = -abs(x)
-    return math.exp(a) / math.expm1(a) ** 2
-
-
-def _d_parts(x: float, n: float) -> tuple[float, float]:
-    """``D(x, n)`` split as ``(constant, rest)`` with an O(n) constant and a
-    remainder free of it: ``((n-1)/2, series)`` for ``|n x| < 2``, else
-    ``(0, D(x))`` for ``x > 0`` and, by ``D(x) = n - 1 - D(-x)``, ``(n-1, -D(-x))``."""
-    y = n * x
-    if abs(y) < _SERIES_RADIUS:
-        return 0.5 * (n - 1.0), x * _horner(_P, x * x) - n * y * _horner(_P, y * y)
-    direct = _inv_expm1(abs(x)) - n * _inv_expm1(abs(y))
-    return (0.0, direct) if x > 0 else (n - 1.0, -direct)
-
-
-def _d_prime(x: float, n: float) -> float:
-    """``dD/dx = n^2/(4 sinh^2(n x/2)) - 1/(4 sinh^2(x/2))``; ``(1 - n^2)/12`` at 0."""
-    y = n * x
-    if abs(y) < _SERIES_RADIUS:
-        return _horner(_Q, x * x) - n * n * _horner(_Q, y * y)
-    return n * n * _inv_4sinh2(y) - _inv_4sinh2(x)
-
-
-def _dlog(p: float, terms) -> float:
-    # The constants are O(L) but for psi they cancel to O(1) (exactly, for
-    # integer L): add them up separately before the remainders.
-    const = rest = 0.0
-    for w, s, n in terms:
-        c, r = _d_parts(s * p, n)
-        const += w * c
-        rest += w * r
-    return const + rest
-
-
-def _d2log(p: float, terms) -> float:
-    return sum(w * s * _d_prime(s * p, n) for w, s, n in terms)
-
-
-def _inv_geom(q: float, n: float) -> float:
-    """``1/sum_{k<n} e^{-kq} = expm1(-q)/expm1(-nq)`` for ``q >= _TINY``."""
-    return math.expm1(-q) / math.expm1(-n * q)
-
-
-def phi(p: float, L: float) -> float:
-    """Attention normaliser ``phi = 1/Z = (1 - e^{-p}) / (1 - e^{-(L-1)p})``.
-
-    Parameters
-    ----------
-    p : float
-        Slope of the position bias.
-    L : float
-        Sequence length (integer valued, ``L >= 4``).
-
-    Returns
-    -------
-    float
-        ``phi(p)``; ``1/(L-1)`` at ``p = 0``.  May underflow to 0 for very
-        negative ``p (L-2)``, never overflows.
-
-    Examples
-    --------
-    >>> phi(0.0, 10)
-    0.1111111111111111
-    >>> round(phi(0.3, 10), 12)
-    0.277855179097
-    >>> phi(-50.0, 1e7)  # e^{-5e8}: underflows quietly
-    0.0
-    """
-    L = float(L)
-    if abs(p) < _TINY:
-        return 1.0 / (L - 1.0)
-    value = _inv_geom(abs(p), L - 1.0)
-    # Z(p) = e^{-(L-2)p} Z(-p) (reverse the sum), so phi(p) = e^{(L-2)p} phi(|p|).
-    return value if p > 0 else math.exp((L - 2.0) * p) * value
-
-
-def psi(p: float, L: float) -> float:
-    """``psi = S2 / Z^2`` with ``S2 = (1 - e^{-2(L-2)p}) / (1 - e^{-2p})``.
-
-    Parameters
-    ----------
-    p : float
-        Slope of the position bias.
-    L : float
-        Sequence length (integer valued, ``L >= 4``).
-
-    Returns
-    -------
-    float
-        ``psi(p)``; ``(L-2)/(L-1)^2`` at ``p = 0``.
-
-    Examples
-    --------
-    >>> psi(0.0, 10)
-    0.09876543209876543
-    >>> round(psi(0.3, 10), 12)
-    0.169703257875
-    >>> round(psi(1e4, 10), 12)
-    1.0
-    """
-    L = float(L)
-    if abs(p) < _TINY:
-        return (L - 2.0) / (L - 1.0) ** 2
-    q = abs(p)
-    value = _inv_geom(q, L - 1.0) ** 2 / _inv_geom(2.0 * q, L - 2.0)
-    # S2(p) = e^{-2(L-3)p} S2(-p) and Z as in phi: psi(p) = e^{2p} psi(|p|).
-    return value if p > 0 else math.exp(2.0 * p) * value
-
-
-def dlog_phi(p: float, L: float) -> float:
-    """``d ln(phi)/dp = D(p, L-1) = 1/expm1(p) - (L-1)/expm1((L-1)p)``.
-
-    Parameters
-    ----------
-    p : float
-        Slope of the position bias.
-    L : float
-        Sequence length (integer valued, ``L >= 4``).
-
-    Returns
-    -------
-    float
-        The mean distance ``E[k]`` under weights ``e^{-kp}``; ``(L-2)/2`` at 0.
-
-    Examples
-    --------
-    >>> dlog_phi(0.0, 10)
-    4.0
-    >>> round(dlog_phi(0.3, 10), 12)
-    2.209868394996
-    """
-    return _dlog(p, _phi_terms(float(L)))
-
-
-def dlog_psi(p: float, L: float) -> float:
-    """``d ln(psi)/dp = -2 D(2p, L-2) + 2 D(p, L-1)``.
-
-    Parameters
-    ----------
-    p : float
-        Slope of the position bias.
-    L : float
-        Sequence length (integer valued, ``L >= 4``).
-
-    Returns
-    -------
-    float
-        The log-derivative of ``psi``; exactly 1 at ``p = 0`` for every ``L``.
-
-    Examples
-    --------
-    >>> dlog_psi(0.0, 1e7)
-    1.0
-    >>> round(dlog_psi(0.3, 10), 12)
-    2.119766964488
-    """
-    return _dlog(p, _psi_terms(float(L)))
-
-
-def d2log_phi(p: float, L: float) -> float:
-    """``d^2 ln(phi)/dp^2 = D'(p, L-1)``, minus the variance of the distance.
-
-    Parameters
-    ----------
-    p : float
-        Slope of the position bias.
-    L : float
-        Sequence length (integer valued, ``L >= 4``).
-
-    Returns
-    -------
-    float
-        ``(L-1)^2 / (4 sinh^2((L-1)p/2)) - 1 / (4 sinh^2(p/2))``;
-        ``(1 - (L-1)^2)/12`` at ``p = 0``.
-
-    Examples
-    --------
-    >>> round(d2log_phi(0.0, 10), 12)
-    -6.666666666667
-    >>> round(d2log_phi(0.3, 10), 12)
-    -4.771845529306
-    """
-    return _d2log(p, _phi_terms(float(L)))
-
-
-def d2log_psi(p: float, L: float) -> float:
-    """``d^2 ln(psi)/dp^2 = -4 D'(2p, L-2) + 2 D'(p, L-1)``.
-
-    Parameters
-    ----------
-    p : float
-        Slope of the position bias.
-    L : float
-        Sequence length (integer valued, ``L >= 4``).
-
-    Returns
-    -------
-    float
-        The second log-derivative of ``psi``; even in ``p``.
-
-    Examples
-    --------
-    >>> round(d2log_psi(0.0, 10), 12)
-    7.666666666667
-    >>> d2log_psi(-0.3, 10) == d2log_psi(0.3, 10)
-    True
-    """
-    return _d2log(p, _psi_terms(float(L)))
-
 
 # --------------------------------------------------------------------------- #
 # SymPy functions.
@@ -457,14 +202,3 @@ class Psi(_AttentionFunction):
     @staticmethod
     def _p_derivative(p, L):
         return Psi(p, L) * DLogPsi(p, L)
-
-
-#: Class name -> numeric implementation, for code generation and ``lambdify``.
-NUMERIC_IMPLEMENTATIONS = {
-    "Phi": phi,
-    "Psi": psi,
-    "DLogPhi": dlog_phi,
-    "DLogPsi": dlog_psi,
-    "D2LogPhi": d2log_phi,
-    "D2LogPsi": d2log_psi,
-}

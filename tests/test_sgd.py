@@ -14,6 +14,7 @@ import pytest
 
 from reduced_odes._sgd import (
     ATTENTIONS,
+    _expected_loss_g4,
     SGDConfig,
     SGDTrajectory,
     first_crossing,
@@ -165,6 +166,29 @@ def test_stage1_gradient_matches_finite_differences(p1):
     assert grad == pytest.approx(fd, rel=1e-6, abs=1e-9)
 
 
+@pytest.mark.parametrize("theta,stage", [
+    ([math.inf, 0.4, 0.3, 0.2, 0.2, 0.2], 2),
+    ([0.7, 0.4, -0.3, 0.2, 0.2, 0.2], 2),
+    ([-0.5, 0.9, 1.5, 0.2, 0.2, 0.2], 2),
+    ([0.7, 0.0, 0.0, 0.0, 0.0, 0.0], 1),
+])
+def test_exact_expected_loss_g4_matches_monte_carlo(theta, stage):
+    L, alpha = 9, 0.4
+    exact = _expected_loss_g4(np.array(theta), L, alpha, stage)
+    if stage == 1:
+        x = np.random.default_rng(4).standard_normal((400_000, L))
+        mc = stage1_loss_and_grad(theta[0], x, alpha=alpha)[0]
+        # relative SE of a chi-square-like mean with 4e5 samples ~ 0.22%.
+        assert mc == pytest.approx(exact, rel=0.01)
+        return
+    th = theta[1:] if math.isinf(theta[0]) else theta
+    est = monte_carlo_loss(th, L=L, alpha=alpha, wstar=0.3, n=400_000, seed=3)
+    # 4 standard errors of the MC mean.
+    assert abs(est.loss_g4 - exact) < 4 * est.se_loss_g4
+    if math.isinf(theta[0]):  # and the spec's closed form, an independent reference
+        assert exact == pytest.approx(closed_form_g4(theta[1], theta[2], L, alpha), rel=1e-12)
+
+
 def test_stage1_loss_matches_closed_form():
     # E (x_{L-2} - g_{L-1})^2 = (1 - rho_0)^2 + sum_{j>=1} rho_j^2 (independent tokens).
     L, p1, alpha = 8, 0.4, 0.6
@@ -266,8 +290,9 @@ def test_phase_extraction_interpolates():
     params[:, 4] = np.sqrt(wkq)
     params[:, 5] = np.sqrt(wkq)
     g4 = np.array([1.0, 0.5, 0.02, 0.005, 0.001])
-    tr = SGDTrajectory(cfg, t, np.full(5, 2), params, g4, g4, g4, g4, 0.0)
+    tr = SGDTrajectory(cfg, t, np.full(5, 2), params, g4, g4, g4, None, None, 0.0)
     ph = tr.phases()
+    assert tr.phases(loss_source="batch", smooth=1) == ph
     assert ph["T_I"] == pytest.approx(20 + 10 * (0.02 - 0.01) / (0.02 - 0.005))
     assert ph["T_II"] == pytest.approx(10 + 10 * (0.03 - 0.02) / 0.10)
     assert ph["T_em"] == pytest.approx(20 + 10 * (0.15 - 0.12) / 0.18)
