@@ -29,6 +29,8 @@ def _add_model_arguments(parser: argparse.ArgumentParser, closures: Sequence[str
     parser.add_argument("--rtol", type=float, default=1e-10, help="relative tolerance")
     parser.add_argument("--atol", type=float, default=1e-12, help="absolute tolerance")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--out", metavar="FILE", default=None,
+                        help="also write the trajectory (phases, arrays, versions) as JSON")
 
 
 def _format_table(rows: Sequence[Sequence], header: Sequence[str]) -> str:
@@ -46,6 +48,10 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     solver = SolverConfig(method=args.method, rtol=args.rtol, atol=args.atol)
     trajectory = solve(params, args.closure, solver)
     document = trajectory.to_dict()
+    if args.out:
+        from ._results import trajectory_record, write_json
+
+        write_json(args.out, trajectory_record(trajectory))
     if args.json:
         print(json.dumps(document, indent=2))
         return EXIT_OK
@@ -62,16 +68,87 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-#: Subcommands: name -> (help, argument builder, handler).  Other modules add theirs.
+def _add_verify_arguments(parser: argparse.ArgumentParser) -> None:
+    from ._verify import CLOSURE_CHOICES, GRIDS
+
+    parser.add_argument("--closure", choices=CLOSURE_CHOICES, default="all")
+    parser.add_argument("--grid", choices=tuple(GRIDS), default="quick",
+                        help="quick (< 1 min), default (the README's main job) or full")
+    parser.add_argument("--json", action="store_true", help="print the claims as JSON")
+    parser.add_argument("--out", metavar="DIR", default="results",
+                        help="directory for raw per-setting results and the verdict "
+                             "(default: results/); an interrupted run resumes from it")
+    parser.add_argument("--workers", type=int, default=None, help="processes (default: all)")
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from ._verify import verify
+
+    if args.workers is not None and args.workers < 1:
+        raise ParameterError(f"workers={args.workers} must be an integer >= 1")
+    executor = None
+    if args.workers is not None:
+        from concurrent.futures import ProcessPoolExecutor
+
+        executor = ProcessPoolExecutor(max_workers=args.workers)
+    try:
+        report = verify(args.grid, args.closure, args.out, executor=executor)
+    finally:
+        if executor is not None:
+            executor.shutdown()
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(report.table())
+        for row in report.skipped:
+            print(f"skipped: {row}")
+        print(f"\n{sum(c.passed for c in report.claims)} of {len(report.claims)} claims "
+              f"passed; raw results in {report.files['raw']}")
+    return EXIT_OK if report.passed else EXIT_FAILED
+
+
+def _add_derive_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", metavar="DIR", default="derivations",
+                        help="directory for induction_head.md and induction_head.tex")
+
+
+def _cmd_derive(args: argparse.Namespace) -> int:
+    from ._export import export_derivations
+
+    for path in export_derivations(args.out):
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
+def _add_reproduce_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--grid", default="default", help="verification grid (default)")
+    parser.add_argument("--figures", metavar="DIR", default="figures")
+    parser.add_argument("--derivations", metavar="DIR", default="derivations")
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    """Derive, verify on the grid, write the figures: the README's main job."""
+    status = _cmd_derive(argparse.Namespace(out=args.derivations))
+    data = f"{args.figures}/data"
+    verdict = _cmd_verify(argparse.Namespace(grid=args.grid, closure="all", json=False,
+                                             out=data, workers=None))
+    if "figures" in COMMANDS:
+        status = max(status, COMMANDS["figures"][2](
+            argparse.Namespace(out=args.figures, data=data, format="png,pdf", closure="all")))
+    return max(status, verdict)
+
+
+#: Subcommands: name -> (help, argument builder, handler).
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
     "solve": ("integrate one trajectory to phase IV and report its phase times",
               lambda p: _add_model_arguments(p, ("linear", "meanfield")), _cmd_solve),
+    "derive": ("write the derivations as Markdown and LaTeX", _add_derive_arguments,
+               _cmd_derive),
+    "verify": ("check Theorem 5.5's predictions on a grid and print the verdict table",
+               _add_verify_arguments, _cmd_verify),
+    "reproduce": ("the main job: derive, verify on the default grid, write the figures",
+                  _add_reproduce_arguments, _cmd_reproduce),
 }
-
-
-def _register_optional_commands() -> None:
-    """Commands defined beside their implementation modules."""
-    from . import _commands  # noqa: F401  (registers verify, derive, figures, ...)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,10 +168,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``reduced-odes`` and ``python -m reduced_odes``."""
-    try:
-        _register_optional_commands()
-    except ImportError:
-        pass
     parser = build_parser()
     args = parser.parse_args(argv)
     from ._integrate import DomainError
