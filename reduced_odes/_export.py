@@ -92,8 +92,11 @@ class _Doc:
         return "\n".join(out)
 
 
+_SYMBOL_NAMES = {WSTAR: "w^{*}", W_KQ: "w_{kq}", W_V2: "w_{v2}"}
+
+
 def _latex(expr) -> str:
-    return expr if isinstance(expr, str) else sp.latex(expr)
+    return expr if isinstance(expr, str) else sp.latex(expr, symbol_names=_SYMBOL_NAMES)
 
 
 def _document() -> _Doc:
@@ -112,8 +115,8 @@ def _document() -> _Doc:
     doc.heading("Index-coincidence classes of the induction head")
     _, induction = induction_head_readouts("linear")
     for cls in expect_product(induction.model[0], induction.model[0]).classes:
-        doc.equation(f"\\text{{weight sum}}\\,[{cls.label}]", sp.factor(cls.weight_sum))
-        doc.equation(f"\\text{{expectation}}\\,[{cls.label}]", cls.expectation)
+        doc.equation(f"\\text{{weight sum}}\\,[\\text{{{cls.label}}}]", sp.factor(cls.weight_sum))
+        doc.equation(f"\\text{{expectation}}\\,[\\text{{{cls.label}}}]", cls.expectation)
     for closure in CLOSURES:
         flow = derive_flow(closure)
         doc.heading(f"Closure `{closure}`: losses and domain")
@@ -123,7 +126,7 @@ def _document() -> _Doc:
         doc.equation("\\Psi(p, L)", _closed_form("Psi"))
         doc.equation("L_{IH}", flow.losses.induction)
         for condition in flow.domain:
-            doc.equation("\\text{domain}", sp.latex(condition))
+            doc.equation("\\text{domain}", _latex(condition))
         doc.heading(f"Closure `{closure}`: gradient flow")
         doc.equation("\\frac{d}{dt}\\left(w_k^2 - w_q^2\\right)", flow.balance_rate)
         names = [f"\\dot{{{sp.latex(v)}}}" for v in REDUCED_STATE]
@@ -164,9 +167,9 @@ def _term_latex(term) -> str:
     from ._positions import Fixed
 
     if isinstance(term, Fixed):
-        return sp.latex(term.body)
-    lo, hi = sp.latex(term.lo.as_expr()), sp.latex(term.hi.as_expr())
-    return f"\\sum_{{s={lo}}}^{{{hi}}} {sp.latex(term.weight)} \\cdot {sp.latex(term.body)}"
+        return _latex(term.body)
+    lo, hi = _latex(term.lo.as_expr()), _latex(term.hi.as_expr())
+    return f"\\sum_{{s={lo}}}^{{{hi}}} {_latex(term.weight)} \\cdot {_latex(term.body)}"
 
 
 def render_derivations() -> dict[str, str]:

@@ -41,6 +41,10 @@ _NEAR_FIXED_POINT = 1e-6
 _TAIL_FACTOR = 1.0
 #: Largest horizon tried before giving up (far beyond any O(L ln(1/sigma)) plateau).
 _T_MAX = 1e18
+#: Step budget of the direct LSODA driver.  A run to phase IV takes 1e3 to 5e3
+#: steps (L up to 1e7, sigma down to 1e-300); only a state pressed against the
+#: domain boundary, where the flow is singularly stiff, needs more.
+_MAX_STEPS = 100_000
 #: Exceptions that evaluating the compiled flow outside its domain can raise
 #: (``math.sqrt`` of a negative number, a complex power converted to float, ...).
 _EVALUATION_ERRORS = (ValueError, TypeError, OverflowError, ZeroDivisionError)
@@ -214,16 +218,22 @@ def _violated(system, y, params) -> str:
     return f"condition {system.domain_labels[worst]} fails (margin {margins[worst]:.3g})"
 
 
+def _describe(system, y, params) -> str:
+    """The state and its nearest domain condition, for diagnostics."""
+    if not np.all(np.isfinite(y)):
+        return f"state {[float(v) for v in y]}"
+    margins = system.margins(y, params.alpha, params.wstar, float(params.L))
+    worst = int(np.argmin(margins))
+    return (f"state (w_v1, p, w_v2, w_kq) = ({y[0]:.6g}, {y[1]:.6g}, {y[2]:.6g}, "
+            f"{math.exp(y[3]):.6g}); nearest domain condition {system.domain_labels[worst]} "
+            f"(margin {margins[worst]:.3g}); L={params.L}, alpha={params.alpha}, "
+            f"wstar={params.wstar}")
+
+
 def _evaluation_error(system, closure, params, t, y, exc) -> DomainError:
-    where = ""
-    if y is not None and np.all(np.isfinite(y)):
-        where = (f"; last accepted state (w_v1, p, w_v2, w_kq) = ({y[0]:.6g}, {y[1]:.6g}, "
-                 f"{y[2]:.6g}, {math.exp(y[3]):.6g}), nearest domain condition: "
-                 f"{_violated(system, y, params)}")
     return DomainError(
-        f"closure {closure!r} could not be evaluated ({type(exc).__name__}: {exc}) while "
-        f"integrating from t={t:.6g} with L={params.L}, alpha={params.alpha}, "
-        f"wstar={params.wstar}{where}")
+        f"closure {closure!r} could not be evaluated ({type(exc).__name__}: {exc}) after "
+        f"the step to t={t:.6g}; last accepted {_describe(system, y, params)}")
 
 
 # --------------------------------------------------------------------------- #
@@ -269,9 +279,10 @@ def _lsoda_run(system, params, closure, solver, y0, t_horizon) -> _Run:
             except _EVALUATION_ERRORS as exc:
                 last = records[-1][10:10 + n] if records else y0
                 raise _evaluation_error(system, closure, params, ts[-1], last, exc) from None
-            if not integrator.success:
-                raise DomainError(f"LSODA failed at t={t:g} (istate {integrator.istate}); "
-                                  f"state {list(y)}")
+            if not integrator.success or len(ts) > _MAX_STEPS:
+                why = (f"more than {_MAX_STEPS} steps" if integrator.success else
+                       integrator.messages.get(integrator.istate, f"istate {integrator.istate}"))
+                raise DomainError(f"LSODA stopped at t={t:.6g}: {why}; {_describe(system, y, params)}")
             ts.append(t)
             records.append(rwork[10:size].copy())  # (hu, h), 8 unused, Nordsieck array
             orders.append(iwork[13:15].tolist())  # (nqu, nq)

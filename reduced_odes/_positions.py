@@ -80,11 +80,11 @@ def token(anchor: str, offset: int = 0) -> sp.Symbol:
     Examples
     --------
     >>> token("s", -1), token("L"), token("0", 3)
-    (x[s-1], x[L], x[3])
+    (x_{s-1}, x_{L}, x_{3})
     """
     idx = Index(anchor, offset)
     sign = "" if anchor == _START or offset == 0 else f"{offset:+d}"
-    name = f"x[{offset}]" if anchor == _START else f"x[{anchor}{sign}]"
+    name = f"x_{{{offset}}}" if anchor == _START else f"x_{{{anchor}{sign}}}"
     sym = sp.Symbol(name, real=True)
     _TOKENS[sym] = idx
     return sym
