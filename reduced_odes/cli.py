@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+from . import _sweep_command
 from ._params import METHODS, ModelParams, ParameterError, SolverConfig
 
 __all__ = ["main"]
@@ -148,11 +149,19 @@ COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
                _add_verify_arguments, _cmd_verify),
     "reproduce": ("the main job: derive, verify on the default grid, write the figures",
                   _add_reproduce_arguments, _cmd_reproduce),
+    "sweep": (_sweep_command.HELP, _sweep_command.add_arguments, _sweep_command.run),
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one stderr line and exit status 2, like every other bad input."""
+
+    def error(self, message):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="reduced-odes",
         description="Derive, integrate and verify the reduced training dynamics of the "
                     "induction-head model.")
