@@ -9,24 +9,38 @@ The pipeline, one module per arrow::
 The public API is re-exported here explicitly.
 """
 
+import importlib
+
 from ._compile import CompiledSystem, cache_dir, load_system
-from ._flow import GradientFlow, derive_flow, derive_stage1_flow
-from ._gaussian import GaussianExpectation, gaussian_expectation
 from ._integrate import STATE_NAMES, DomainError, SolverStats, Trajectory, solve
-from ._losses import InductionHeadLosses, derive_losses, derive_stage1_loss, partial_loss
-from ._model import CLOSURES, Closure, Readout, induction_head_readouts, stage1_readout
 from ._params import ModelParams, ParameterError, PhaseThresholds, SolverConfig
-from ._positions import (
-    Fixed,
-    Index,
-    PositionSum,
-    expect_product,
-    expect_product_explicit,
-    geometric_sum,
-    token,
-)
 from ._provenance import versions
 from ._version import __version__
+
+#: The symbolic half of the API, imported on first use: integrating from a warm
+#: compile cache then never imports SymPy (see benchmarks/bench_solve.py).
+_LAZY = {
+    **dict.fromkeys(("GradientFlow", "derive_flow", "derive_stage1_flow"), "_flow"),
+    **dict.fromkeys(("GaussianExpectation", "gaussian_expectation"), "_gaussian"),
+    **dict.fromkeys(("InductionHeadLosses", "derive_losses", "derive_stage1_loss",
+                     "partial_loss"), "_losses"),
+    **dict.fromkeys(("CLOSURES", "Closure", "Readout", "induction_head_readouts",
+                     "stage1_readout"), "_model"),
+    **dict.fromkeys(("Fixed", "Index", "PositionSum", "expect_product",
+                     "expect_product_explicit", "geometric_sum", "token"), "_positions"),
+}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "CLOSURES",

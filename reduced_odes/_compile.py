@@ -40,7 +40,7 @@ from ._version import __version__
 __all__ = ["CompiledSystem", "cache_dir", "load_system"]
 
 #: Bump when the generated code changes shape, to invalidate old cache entries.
-CODEGEN_VERSION = "2"
+CODEGEN_VERSION = "3"
 _SYMBOLIC_SOURCES = ("_gaussian.py", "_positions.py", "_model.py", "_losses.py",
                      "_special.py", "_kernels.py", "_flow.py", "_compile.py")
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -202,6 +202,14 @@ def _function_source(name: str, signature: str, unpack: str, exprs: Sequence,
         def _print_Function(self, expr):  # stable special functions by their class name
             args = ", ".join(self._print(a) for a in expr.args)
             return f"{type(expr).__name__}({args})"
+
+        def _print_Pow(self, expr, rational=False):
+            # x**(3/2) of a negative float is complex in Python; math.pow raises ValueError
+            # like math.sqrt, so evaluating outside the domain fails loudly (same C pow()).
+            exponent = expr.exp
+            if exponent.is_Rational and not exponent.is_Integer and abs(exponent) != sp.S.Half:
+                return f"math.pow({self._print(expr.base)}, {float(exponent)!r})"
+            return super()._print_Pow(expr, rational=rational)
 
     printer = _Printer({"standard": "python3"})
     kernel_lines, exprs = _fuse_attention_calls(list(exprs), printer)

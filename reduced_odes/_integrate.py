@@ -45,6 +45,9 @@ _T_MAX = 1e18
 #: steps (L up to 1e7, sigma down to 1e-300); only a state pressed against the
 #: domain boundary, where the flow is singularly stiff, needs more.
 _MAX_STEPS = 100_000
+#: Restarts of the direct LSODA driver from its last accepted step, after a step
+#: that failed or came out non-finite (trial states outside the domain).
+_MAX_RESTARTS = 8
 #: Exceptions that evaluating the compiled flow outside its domain can raise
 #: (``math.sqrt`` of a negative number, a complex power converted to float, ...).
 _EVALUATION_ERRORS = (ValueError, TypeError, OverflowError, ZeroDivisionError)
@@ -200,6 +203,33 @@ class _Run:
     nlu: int
 
 
+def _guarded(system: CompiledSystem) -> tuple[Callable, Callable]:
+    """``rhs, jac`` that return NaN instead of raising outside the domain.
+
+    The integrators evaluate the flow at trial states (predictor values, Newton
+    iterates) that a large step may carry outside the closure's domain; a NaN
+    makes them reject that step and retry a smaller one, where an exception
+    would abort the whole run.  Accepted states are checked to be finite and
+    inside the domain, so no NaN reaches a trajectory.
+    """
+    rhs, jac = system.rhs, system.jac
+    nan_rates, nan_jac = [math.nan] * 4, [[math.nan] * 4 for _ in range(4)]
+
+    def guarded_rhs(t, y, *args):
+        try:
+            return rhs(t, y, *args)
+        except _EVALUATION_ERRORS:
+            return nan_rates
+
+    def guarded_jac(t, y, *args):
+        try:
+            return jac(t, y, *args)
+        except _EVALUATION_ERRORS:
+            return nan_jac
+
+    return guarded_rhs, guarded_jac
+
+
 # --------------------------------------------------------------------------- #
 # Events, shared by both drivers.
 # --------------------------------------------------------------------------- #
@@ -249,7 +279,7 @@ def _lsoda_run(system, params, closure, solver, y0, t_horizon) -> _Run:
 
     args = (params.alpha, params.wstar, float(params.L))
     n = y0.size
-    r = ode(system.rhs, system.jac)
+    r = ode(*_guarded(system))
     r.set_integrator("lsoda", rtol=solver.rtol, atol=solver.atol, nsteps=10**6)
     r.set_initial_value(y0.copy(), 0.0)  # LSODA overwrites its state array in place
     try:
@@ -269,6 +299,7 @@ def _lsoda_run(system, params, closure, solver, y0, t_horizon) -> _Run:
     if inside and not fixed_end:  # started at the fixed point: run to the first horizon
         fixed_end = True
     ts, records, orders = [0.0], [], []
+    restarts, spent = 0, [0, 0]  # restarts so far; (nfev, njev) of the runs before them
     t, y = 0.0, r._y
     rhs, jac = r.f, r.jac
     with warnings.catch_warnings():
@@ -276,20 +307,35 @@ def _lsoda_run(system, params, closure, solver, y0, t_horizon) -> _Run:
         while True:
             try:
                 y, t = run(rhs, jac, y, t, t_out, args, args)
+                failure = None if integrator.success else integrator.messages.get(
+                    integrator.istate, f"istate {integrator.istate}").rstrip(".")
             except _EVALUATION_ERRORS as exc:
-                last = records[-1][10:10 + n] if records else y0
-                raise _evaluation_error(system, closure, params, ts[-1], last, exc) from None
-            if not integrator.success or len(ts) > _MAX_STEPS:
-                why = (f"more than {_MAX_STEPS} steps" if integrator.success else
-                       integrator.messages.get(integrator.istate, f"istate {integrator.istate}"))
-                raise DomainError(f"LSODA stopped at t={t:.6g}: {why}; {_describe(system, y, params)}")
+                failure = f"{type(exc).__name__}: {exc}"
+            if failure is None:
+                total = y[0] + y[1] + y[2] + y[3]
+                if total - total != 0:  # nan or inf: a trial outside the domain leaked in
+                    failure = "non-finite state"
+            if failure is not None:
+                # Restart from the last accepted step with a smaller first step.
+                good = records[-1][10:10 + n] if records else y0
+                if restarts == _MAX_RESTARTS:
+                    raise DomainError(
+                        f"LSODA stopped after the step to t={ts[-1]:.6g}: {failure} (after "
+                        f"{restarts} restarts); last accepted {_describe(system, good, params)}")
+                restarts += 1
+                spent[0] += int(iwork[11])
+                spent[1] += int(iwork[12])
+                rwork[4] = records[-1][0] * 0.1**restarts if records else 0.0
+                call_args[3] = 1  # istate 1: start afresh from (t, y)
+                t, y = ts[-1], good.copy()
+                continue
+            if len(ts) > _MAX_STEPS:
+                raise DomainError(f"LSODA stopped at t={t:.6g}: more than {_MAX_STEPS} steps; "
+                                  f"{_describe(system, y, params)}")
             ts.append(t)
             records.append(rwork[10:size].copy())  # (hu, h), 8 unused, Nordsieck array
             orders.append(iwork[13:15].tolist())  # (nqu, nq)
             ell = y[3]
-            total = y[0] + y[1] + y[2] + ell
-            if total - total != 0:  # nan or inf somewhere
-                raise DomainError(f"non-finite state at t={t:g}: {list(y)}")
             if edge_free and min(margins(y, *args)) <= 0:
                 edge_free = False
                 break
@@ -322,8 +368,8 @@ def _lsoda_run(system, params, closure, solver, y0, t_horizon) -> _Run:
         t_edge = _root_in_step(segment, lambda v: -min(margins(v, *args)), ts[-2], ts[-1])
         raise _edge_error(system, closure, params, t_edge, segment(t_edge))
     y_steps = np.concatenate((y0[:, None], dense.yh[:, :, 0].T), axis=1)
-    return _Run(dense, dense.ts, y_steps, dense.segment,
-                nfev=int(iwork[11]), njev=int(iwork[12]), nlu=int(iwork[12]))
+    return _Run(dense, dense.ts, y_steps, dense.segment, nfev=spent[0] + int(iwork[11]),
+                njev=spent[1] + int(iwork[12]), nlu=spent[1] + int(iwork[12]))
 
 
 def _nordsieck(ts: list, records: list, orders: list, n: int) -> NordsieckSolution:
@@ -340,7 +386,8 @@ def _nordsieck(ts: list, records: list, orders: list, n: int) -> NordsieckSoluti
     yh = data[:, 10:].reshape(len(records), m, n).transpose(0, 2, 1).copy()
     hu, h = data[:, 0], data[:, 1]
     order, next_order = np.array(orders, dtype=int).T
-    yh *= np.arange(m)[None, None, :] <= order[:, None, None]
+    # Columns beyond the order are stale (possibly NaN from rejected trials): zero them.
+    yh = np.where(np.arange(m)[None, None, :] <= order[:, None, None], yh, 0.0)
     drop = np.flatnonzero(next_order < order)
     if drop.size:
         yh[drop, :, order[drop]] *= ((h[drop] / hu[drop]) ** order[drop])[:, None]
@@ -389,6 +436,7 @@ def _ivp_piece(system, params, closure, solver, y0, t0, t1, converge: bool):
     from scipy.integrate import solve_ivp
 
     args = (params.alpha, params.wstar, float(params.L))
+    rhs, jac = _guarded(system)
     events = [_domain_event(system, args)]
     if converge:
         events.append(_converged_event(params))
@@ -396,7 +444,7 @@ def _ivp_piece(system, params, closure, solver, y0, t0, t1, converge: bool):
         warnings.simplefilter("ignore", RuntimeWarning)  # LSODA's own excess-work notes
         try:
             return solve_ivp(
-                system.rhs, (t0, t1), y0, method=solver.method, jac=system.jac,
+                rhs, (t0, t1), y0, method=solver.method, jac=jac,
                 rtol=solver.rtol, atol=solver.atol, dense_output=True, args=args,
                 events=events)
         except _EVALUATION_ERRORS as exc:

@@ -60,6 +60,11 @@ TOLERANCES = {
     # lambda from the slope of ln w_kq while w_kq < 1e-2 w*: O(w_kq^2) corrections.
     "plateau rate lambda": 0.01,
 }
+#: Theorem 5.5 assumes small sigma and long L, i.e. a plateau much longer than phase I.
+#: The separation claim L_IH(T_I) >= 0.99 plateau is held where the *predicted*
+#: T_em is at least this multiple of the predicted T_I; settings outside are
+#: reported in an informative row.
+REGIME_SEPARATION = 10.0
 #: Fits of T_em in ln(1/sigma) use sigma <= this, where w_kq(0) << w* (asymptotic regime).
 _SLOPE_SIGMA_MAX = 1e-4
 #: Exponent fits in L use L >= this (issue: "log-log fit over L >= 200").
@@ -100,7 +105,11 @@ def grid_settings(grid: str | Mapping, closures: Sequence[str]) -> tuple[list[di
 
 
 def _decay_rate(traj, plateau: float) -> float:
-    """Exponential rate of L_IH fitted where L_IH/plateau lies in ``_DECAY_WINDOW``."""
+    """Exponential rate of L_IH fitted where L_IH/plateau lies in ``_DECAY_WINDOW``.
+
+    ``plateau`` is L_IH at t = 0, an upper bound of the plateau level that does
+    not depend on the phases being separated.
+    """
     start = traj.phases["T_III"]
     times = np.geomspace(start, traj.t[-1], 4000)
     _, l_ih = traj.losses_at(times)
@@ -147,7 +156,7 @@ def measure_setting(setting: Mapping) -> dict:
         "t_end": final["t"],
         "t_L_G4_end": final["t"] * final["L_G4"],
         "L_IH_at_T_I": float(l_ih_at_t1[0]),
-        "L_IH_decay_rate": _decay_rate(traj, float(l_ih_at_t1[0])),
+        "L_IH_decay_rate": _decay_rate(traj, float(traj.loss_ih[0])),
         "plateau_rate": _plateau_rate(traj, params.wstar),
         "final": final,
         "solver": traj.stats.as_dict(),
@@ -165,6 +174,7 @@ class Claim:
     tolerance: float
     passed: bool
     detail: str = ""
+    informative: bool = False
 
     def as_dict(self) -> dict:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
@@ -183,7 +193,7 @@ class VerifyReport:
 
     @property
     def passed(self) -> bool:
-        return all(c.passed for c in self.claims)
+        return all(c.passed for c in self.claims if not c.informative)
 
     def table(self) -> str:
         """The verdict table as GitHub Markdown."""
@@ -191,14 +201,18 @@ class VerifyReport:
                 "|---|---|---|---|---|---|"]
         for c in self.claims:
             rows.append(f"| {c.name} | {_fmt(c.predicted)} | {_fmt(c.measured)} | "
-                        f"{_fmt(c.error)} | {_fmt(c.tolerance)} | "
-                        f"{'PASS' if c.passed else 'FAIL'} |")
+                        f"{_fmt(c.error)} | {_fmt(c.tolerance)} | {_verdict(c)} |")
         return "\n".join(rows)
 
     def as_dict(self) -> dict:
         return {"grid": self.grid, "passed": self.passed,
                 "claims": [c.as_dict() for c in self.claims],
                 "skipped": self.skipped, "files": self.files, "versions": versions()}
+
+
+def _verdict(claim: Claim) -> str:
+    word = "PASS" if claim.passed else "FAIL"
+    return f"({word.lower()}, info)" if claim.informative else word
 
 
 def _fmt(value: float) -> str:
@@ -293,9 +307,9 @@ def evaluate_claims(records: list[dict], closure: str) -> list[Claim]:
                           lambda r: r["result"]["L_IH_decay_rate"]))
     claims.append(per_run("T_I vs leading order", "T_I_leading",
                           lambda r: r["result"]["phases"]["T_I"]))
-    corrected = per_run("T_I vs leading + escape (info)", "T_I_corrected",
+    corrected = per_run("T_I vs leading + escape", "T_I_corrected",
                         lambda r: r["result"]["phases"]["T_I"], "T_I vs leading order")
-    claims.append(corrected)
+    claims.append(_informative(corrected))
     claims.append(per_run("plateau rate lambda", "lambda", lambda r: r["result"]["plateau_rate"]))
 
     variation_rows, em_rows, plateau_rows = [], [], []
@@ -305,24 +319,40 @@ def evaluate_claims(records: list[dict], closure: str) -> list[Claim]:
         where = f"alpha={alpha}, w*={wstar}, {len(rs)} settings"
         variation_rows.append((0.0, max(t1) / min(t1) - 1, max(t1) / min(t1) - 1, where))
         em_rows.append((100.0, max(tem) / min(tem), -max(tem) / min(tem), where))
+    outside_rows = []
     for r in mine:
         ratio = r["result"]["L_IH_at_T_I"] / r["predicted"]["plateau_L_IH"]
         s = r["setting"]
-        plateau_rows.append((1.0, ratio, -ratio, f"alpha={s['alpha']}, w*={s['wstar']}, "
-                                                 f"L={s['L']}, sigma={s['sigma']:g}"))
+        rows = plateau_rows if _in_regime(r["predicted"]) else outside_rows
+        rows.append((1.0, ratio, -ratio, f"alpha={s['alpha']}, w*={s['wstar']}, "
+                                         f"L={s['L']}, sigma={s['sigma']:g}"))
     claims.append(_worst("T_I variation across L, sigma", variation_rows,
                          TOLERANCES["T_I variation across L, sigma"], closure=closure))
     em = _worst("T_em variation across L, sigma", em_rows, 0.0, closure=closure)
-    claims.append(Claim(em.name, em.predicted, em.measured, em.measured,
+    claims.append(Claim(em.name, em.predicted, em.measured, math.nan,
                         TOLERANCES["T_em variation across L, sigma"],
                         em.measured >= TOLERANCES["T_em variation across L, sigma"],
                         em.detail.replace("worst", "smallest")))
-    low = _worst("L_IH(T_I) / plateau", plateau_rows, 0.0, closure=closure)
-    claims.append(Claim(low.name, 1.0, low.measured, low.measured,
-                        TOLERANCES["L_IH(T_I) / plateau"],
-                        low.measured >= TOLERANCES["L_IH(T_I) / plateau"],
-                        low.detail.replace("worst", "smallest")))
+    for rows, name, informative in ((plateau_rows, "L_IH(T_I) / plateau", False),
+                                    (outside_rows, "L_IH(T_I) / plateau, outside regime", True)):
+        if not rows and informative:
+            continue
+        low = _worst(name, rows, 0.0, closure=closure)
+        claims.append(Claim(low.name, 1.0, low.measured, 1.0 - low.measured,
+                            TOLERANCES["L_IH(T_I) / plateau"],
+                            low.measured >= TOLERANCES["L_IH(T_I) / plateau"],
+                            low.detail.replace("worst", "smallest"), informative))
     return claims
+
+
+def _in_regime(predicted: Mapping[str, float]) -> bool:
+    """The theorem's regime of separated phases, judged from predictions alone."""
+    return predicted["T_em_leading"] >= REGIME_SEPARATION * predicted["T_I_leading"]
+
+
+def _informative(claim: Claim) -> Claim:
+    return Claim(claim.name, claim.predicted, claim.measured, claim.error, claim.tolerance,
+                 claim.passed, claim.detail, informative=True)
 
 
 def verify(grid: str = "quick", closure: str = "all", out: str | Path | None = None, *,
