@@ -27,7 +27,7 @@ from scipy import stats
 
 from ._sgd import SGDConfig, simulate_sgd
 
-__all__ = ["compare_closures", "format_markdown", "t_interval", "validate_simulator"]
+__all__ = ["compare_closures", "format_markdown", "sgd_overlay", "t_interval", "validate_simulator"]
 
 PHASES = ("T_I", "T_II", "T_em", "T_III")
 STATE = ("w_v1", "p", "w_v2", "w_kq")
@@ -593,3 +593,41 @@ def _md_comparison(res: dict) -> str:
                     f"| {_ci(rec.get('T_em_shift')) if mode != 'stage2' else '—'} "
                     f"| {_f(rec['p1_final_mean'])} | {_f(rec['final_mean']['w_kq'])} |")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- #
+# Overlay data for the "closures" figure
+# --------------------------------------------------------------------------- #
+#: The overlay's setting: long enough sequences to separate the closures, short
+#: enough that exact-softmax SGD runs in about a minute (issue: --quick < 2 min).
+OVERLAY_SETTING = {"L": 50, "alpha": 0.5, "wstar": 0.3, "sigma": 1e-2}
+
+
+def sgd_overlay(n_seeds: int = 4, eta: float = 0.5, batch: int = 256,
+                n_records: int = 400, workers: int = 2) -> dict[str, Any]:
+    """Seed-averaged exact-softmax SGD trajectory for the closures figure.
+
+    Returns a JSON-ready dict: ``params``, ``label``, ``t``, the seed means of
+    ``w_kq`` and ``L_IH`` (batch estimates), ``interval`` (pointwise min/max over
+    seeds of ``w_kq``) and the SGD settings.
+    """
+    from ._provenance import versions
+
+    s = OVERLAY_SETTING
+    horizon = max(_ode_summary(_ode(s["L"], s["alpha"], s["wstar"], s["sigma"], c))
+                  ["phases"]["T_III"] for c in ("linear", "meanfield"))
+    t_max = 1.6 * horizon
+    configs = [SGDConfig(L=s["L"], alpha=s["alpha"], wstar=s["wstar"], sigma=s["sigma"],
+                         attention="exact", batch=batch, eta=eta, t_max=t_max, seed=seed,
+                         record_every=_record_every(t_max, eta, n_records))
+               for seed in range(n_seeds)]
+    runs = _map(simulate_sgd, configs, workers)
+    w_kq = np.array([r.w_kq for r in runs])
+    loss_ih = np.array([r.loss_ih for r in runs])
+    return _json({
+        "params": s, "label": f"exact softmax SGD ({n_seeds} seeds, eta={eta}, B={batch})",
+        "t": runs[0].t, "w_kq": w_kq.mean(0), "L_IH": loss_ih.mean(0),
+        "interval": {"w_kq_lo": w_kq.min(0), "w_kq_hi": w_kq.max(0)},
+        "sgd": {"eta": eta, "batch": batch, "seeds": n_seeds, "attention": "exact"},
+        "versions": versions(),
+    })

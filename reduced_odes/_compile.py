@@ -160,9 +160,9 @@ def _generate(flow) -> tuple[str, str]:
     import sympy as sp
 
     from ._flow import LOG_STATE
-    from ._model import ALPHA, WSTAR, W_KQ
-    from ._positions import SEQ_LEN
     from ._kernels import FUSED_KERNELS
+    from ._model import ALPHA, W_KQ, WSTAR
+    from ._positions import SEQ_LEN
 
     log_subs = {W_KQ: sp.exp(LOG_STATE[3])}
     margins = [sp.sympify(c.lhs - c.rhs).subs(log_subs) for c in flow.domain]

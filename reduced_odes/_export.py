@@ -16,7 +16,7 @@ import sympy as sp
 
 from ._flow import LOG_STATE, REDUCED_STATE, derive_flow, derive_stage1_flow
 from ._losses import derive_stage1_loss
-from ._model import ALPHA, CLOSURES, WSTAR, W_KQ, W_V2, induction_head_readouts
+from ._model import ALPHA, CLOSURES, W_KQ, W_V2, WSTAR, induction_head_readouts
 from ._positions import expect_product
 from ._predictions import derive_predictions
 from ._version import __version__

@@ -21,17 +21,20 @@ Data files (``<data>`` = ``figures/data`` by default)
     ``lambda``, ``T_em_slope = 2/lambda`` and ``T_em_leading`` on a fine grid of
     ``L`` and ``sigma`` (the lines of the scaling figure).
 ``compare-overlay.json`` (optional, never created here)
-    Exact-softmax SGD curves for the closures figure.  Schema, a single curve
+    Exact-softmax SGD curves for the closures figure, as written by ``reduced-odes
+    compare`` (:func:`reduced_odes._compare.sgd_overlay`).  Schema, a single curve
     object or ``{"setting": {...}, "curves": [curve, ...]}``::
 
         {"t": [...], "w_kq": [...], "L_IH": [...],      # w_kq or L_IH may be absent
-         "label": "exact-softmax SGD (8 seeds)",        # optional
-         "interval": {"w_kq": {"lo": [...], "hi": [...]},  # optional band, e.g. 95% CI
+         "label": "exact softmax SGD (4 seeds)",        # optional
+         "interval": {"w_kq": {"lo": [...], "hi": [...]},  # optional band
                       "L_IH": {"lo": [...], "hi": [...]}},
-         "setting": {"L": 20, "alpha": 0.5, "wstar": 0.3, "sigma": 0.1}}  # optional
+         "setting": {"L": 50, "alpha": 0.5, "wstar": 0.3, "sigma": 0.01}}  # optional
 
-    When ``setting`` is given, the closures figure is drawn at that setting (the
-    ODE trajectories are computed there); otherwise at the default setting.
+    ``params`` is accepted for ``setting``, and a flat ``interval``
+    ``{"w_kq_lo": [...], "w_kq_hi": [...]}`` for the nested one.  When a setting is
+    given, the closures figure is drawn at that setting (the ODE trajectories are
+    computed there); otherwise at the default setting.
 
 Figures (``<out>`` = ``figures``; the ``linear`` closure, the paper's, gets the plain
 name, the other closure a ``-meanfield`` suffix)
@@ -59,6 +62,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -127,7 +131,7 @@ _STYLE = {
     "legend.edgecolor": "0.8", "legend.handlelength": 2.0, "legend.borderaxespad": 0.4,
     "axes.titlepad": 3.0, "mathtext.fontset": "dejavusans", "pdf.fonttype": 42,
     "pdf.compression": 9, "savefig.dpi": _DPI, "figure.dpi": 100,
-    "axes.unicode_minus": True, "path.simplify": False,
+    "axes.unicode_minus": True, "path.simplify": True,
 }
 _TIME = "t (gradient-flow time)"
 _LG4, _LIH = r"$L_{\mathrm{G4}}$", r"$L_{\mathrm{IH}}$"
@@ -153,7 +157,8 @@ def trajectory_path(data_dir: str | Path, closure: str, params: ModelParams) -> 
 
 def trajectory_data(closure: str, params: ModelParams = DEFAULT_PARAMS,
                     data_dir: str | Path = "figures/data", *, n_output: int = 1000,
-                    n_tail: int = 600, force: bool = False) -> Path:
+                    n_tail: int = 600, with_predictions: bool = True,
+                    force: bool = False) -> Path:
     """The trajectory data file of ``params`` under ``closure``; integrated if missing.
 
     Parameters
@@ -165,6 +170,9 @@ def trajectory_data(closure: str, params: ModelParams = DEFAULT_PARAMS,
         Log-spaced output times of ``series`` (from t = 0 to the end of the run).
     n_tail : int
         Linearly spaced times of ``phase_IV`` (from ``T_III`` to the end of the run).
+    with_predictions : bool
+        Store the derived predictions (``phases`` and ``convergence`` need them; the
+        ``closures`` figure does not).  An existing file without them is completed.
     force : bool
         Recompute even if the file exists.
 
@@ -173,12 +181,20 @@ def trajectory_data(closure: str, params: ModelParams = DEFAULT_PARAMS,
     Path
         The JSON file (see the module docstring for its contents).
     """
+    from ._predictions import derive_predictions
+    from ._results import read_json, trajectory_record, write_json
+
     path = trajectory_path(data_dir, closure, params)
     if path.exists() and not force:
+        if not with_predictions:
+            return path
+        record = read_json(path)
+        if "predictions" not in record:
+            record["predictions"] = derive_predictions(closure).evaluate(
+                params.alpha, params.wstar, params.L, params.sigma)
+            write_json(path, record)
         return path
     from ._integrate import solve
-    from ._predictions import derive_predictions
-    from ._results import trajectory_record, write_json
 
     traj = solve(params, closure, SolverConfig(n_output=n_output))
     record = trajectory_record(traj)
@@ -188,8 +204,9 @@ def trajectory_data(closure: str, params: ModelParams = DEFAULT_PARAMS,
     loss_g4, loss_ih = traj.losses_at(times)
     record["phase_IV"] = {"t": times, "L_G4": loss_g4, "L_IH": loss_ih,
                           "log_w_kq": np.asarray(traj.at(times))[3]}
-    record["predictions"] = derive_predictions(closure).evaluate(
-        params.alpha, params.wstar, params.L, params.sigma)
+    if with_predictions:
+        record["predictions"] = derive_predictions(closure).evaluate(
+            params.alpha, params.wstar, params.L, params.sigma)
     record["description"] = (
         "reduced-odes trajectory for the figures: 'series' log-spaced from t=0, "
         "'phase_IV' linearly spaced from T_III to the end of the run, 'predictions' "
@@ -321,13 +338,17 @@ def load_overlay(path: str | Path) -> dict | None:
     if isinstance(doc, list):
         doc = {"curves": doc}
     elif isinstance(doc, dict) and "curves" not in doc:
-        doc = {"setting": doc.get("setting"), "curves": [doc]}
+        doc = {"curves": [doc]}
     if not isinstance(doc, dict) or not isinstance(doc.get("curves"), list) \
             or not doc["curves"]:
         raise ParameterError(f"{path}: expected a curve object, a list of curves or "
                              "{'curves': [...]}")
-    setting = doc.get("setting") or next((c.get("setting") for c in doc["curves"]
-                                         if isinstance(c, dict) and c.get("setting")), None)
+
+    def setting_of(d):
+        return (d.get("setting") or d.get("params")) if isinstance(d, dict) else None
+
+    setting = setting_of(doc) or next((setting_of(c) for c in doc["curves"] if setting_of(c)),
+                                      None)
     curves = []
     for k, curve in enumerate(doc["curves"]):
         if not isinstance(curve, dict) or "t" not in curve:
@@ -340,8 +361,15 @@ def load_overlay(path: str | Path) -> dict | None:
                 if out[name].shape != t.shape:
                     raise ParameterError(f"{path}: curve {k}: '{name}' has {out[name].size} "
                                          f"values for {t.size} times")
-            band = (curve.get("interval") or {}).get(name)
+            bands = curve.get("interval") or {}
+            band = bands.get(name) if isinstance(bands, dict) else None
+            if band is None and isinstance(bands, dict) and f"{name}_lo" in bands:
+                band = {"lo": bands[f"{name}_lo"], "hi": bands.get(f"{name}_hi")}
             if band is not None:
+                if not isinstance(band, dict) or band.get("lo") is None \
+                        or band.get("hi") is None:
+                    raise ParameterError(f"{path}: curve {k}: interval '{name}' needs "
+                                         "'lo' and 'hi'")
                 lo, hi = (np.asarray(band[b], dtype=float) for b in ("lo", "hi"))
                 if lo.shape != t.shape or hi.shape != t.shape:
                     raise ParameterError(f"{path}: curve {k}: interval '{name}' must have "
@@ -773,8 +801,10 @@ def plot_closures(records: Mapping[str, Mapping], overlay: Mapping | None = None
             style = _CLOSURE_STYLE.get(closure, {"ls": "-."})
             l_ih = np.where(s["L_IH"] > 0, s["L_IH"], np.nan)
             ax.plot(s["t"], l_ih, color=_IH, label=f"{closure} ODE", zorder=3, **style)
-            lows.append(float(record.get("predictions", {}).get("plateau_L_IH",
-                                                                np.nanmin(l_ih))))
+            plateau = record.get("predictions", {}).get("plateau_L_IH")
+            if plateau is None:  # the level where emergence starts
+                plateau = float(np.interp(ph["T_II"], s["t"], s["L_IH"]))
+            lows.append(float(plateau))
             bx.plot(s["t"], s["w_kq"] / params["wstar"], color=_IH, zorder=3,
                     label=f"{closure} ODE", **style)
             for a in (ax, bx):
@@ -785,8 +815,8 @@ def plot_closures(records: Mapping[str, Mapping], overlay: Mapping | None = None
                 t = curve["t"]
                 for a, name, scale in ((ax, "L_IH", 1.0), (bx, "w_kq", params["wstar"])):
                     if name in curve:
-                        a.plot(t, curve[name] / scale, color=grey, lw=0.9, zorder=4,
-                               label=curve["label"])
+                        a.plot(t, curve[name] / scale, color=grey, lw=0.8, zorder=4,
+                               label=textwrap.fill(curve["label"], 28))
                     if name in curve["interval"]:
                         lo, hi = curve["interval"][name]
                         a.fill_between(t, lo / scale, hi / scale, color=grey, alpha=0.18,
@@ -798,14 +828,15 @@ def plot_closures(records: Mapping[str, Mapping], overlay: Mapping | None = None
         ax.set_ylim(min(lows) * 1e-3, top * 2.5)
         ax.set_xlim(0, t_hi)
         ax.set_ylabel(fr"{_LIH} (dimensionless)")
-        ax.legend(loc="lower left")
+        # One legend (the line styles are the same in both panels), where the curves are not.
+        handles, labels = bx.get_legend_handles_labels()
+        ax.legend(handles, labels, loc="upper right")
         ax.set_title(r"(a) induction-head loss $L_{\mathrm{IH}}$ (thin lines: $T_{\mathrm{em}}$)",
                      loc="left")
         bx.axhline(1.0, color="0.6", lw=0.6, zorder=1)
         bx.set_ylim(-0.03, 1.12)
         bx.set_xlabel(_TIME)
         bx.set_ylabel(r"$w_{kq}/w^*$ (dimensionless)")
-        bx.legend(loc="upper left")
         bx.set_title(r"(b) query-key weight $w_{kq}/w^*$", loc="left")
         title = "Softmax closures compared\n" + _params_text(params)
         if overlay:
@@ -947,7 +978,8 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
         where = params
         if overlay and overlay["setting"]:
             where = ModelParams(**overlay["setting"])
-        paths = {cl: trajectory_data(cl, where, data) for cl in CLOSURES}
+        paths = {cl: trajectory_data(cl, where, data, with_predictions=False)
+                 for cl in CLOSURES}
         fig = plot_closures({cl: read_json(p) for cl, p in paths.items()}, overlay)
         fig._reduced_odes_meta["keywords"] += [f"data={p.name}" for p in paths.values()] + (
             [f"data={OVERLAY_FILE}"] if overlay else [])

@@ -20,7 +20,7 @@ from functools import cache
 import sympy as sp
 
 from ._losses import InductionHeadLosses, assert_same, derive_losses, derive_stage1_loss
-from ._model import P, P1, W_K, W_KQ, W_Q, W_V1, W_V2
+from ._model import P1, W_K, W_KQ, W_Q, W_V1, W_V2, P
 
 __all__ = ["GradientFlow", "LOG_WKQ", "derive_flow", "derive_stage1_flow"]
 

@@ -235,7 +235,8 @@ def _guarded(system: CompiledSystem) -> tuple[Callable, Callable]:
 # --------------------------------------------------------------------------- #
 
 
-def _edge_error(system: CompiledSystem, closure: str, params: ModelParams, t: float, y) -> DomainError:
+def _edge_error(system: CompiledSystem, closure: str, params: ModelParams, t: float,
+                y) -> DomainError:
     return DomainError(
         f"trajectory reached the boundary of the {closure!r} domain at t={t:.6g}: "
         f"{_violated(system, y, params)}; state (w_v1, p, w_v2, w_kq) = "

@@ -397,15 +397,48 @@ def _fused(p: float, L: float, second: bool) -> tuple[float, ...]:
     return f_phi, f_psi, d_phi, d_psi, 0 + 1 * dp1, 0 + -4 * dp2 + 2 * dp1
 
 
-def attention(p: float, L: float) -> tuple[float, float, float, float]:
+def attention(p: float, L: float, _exp=math.exp, _expm1=math.expm1) -> tuple[float, ...]:
     """``(phi, psi, dlog_phi, dlog_psi)`` at ``(p, L)``, bitwise equal to the scalar functions.
+
+    The right-hand side's kernel: :func:`_fused` without the second derivatives,
+    written out because it runs once per right-hand-side evaluation.
 
     Examples
     --------
     >>> attention(0.3, 10) == (phi(0.3, 10), psi(0.3, 10), dlog_phi(0.3, 10), dlog_psi(0.3, 10))
     True
     """
-    return _fused(p, L, False)
+    L = float(L)
+    n1, n2 = L - 1.0, L - 2.0
+    q = abs(p)
+    if q < _TINY:
+        f_phi, f_psi = 1.0 / n1, n2 / n1**2
+        m1 = big1 = m2 = big2 = 0.0  # unused: |p| < _TINY is always the series regime
+    else:
+        q2 = 2.0 * q
+        m1, big1 = _expm1(-q), _expm1(-n1 * q)
+        m2, big2 = _expm1(-q2), _expm1(-n2 * q2)
+        g1 = m1 / big1
+        f_phi, f_psi = g1, g1**2 / (m2 / big2)
+        if not p > 0:
+            f_phi, f_psi = _exp(n2 * p) * g1, _exp(2.0 * p) * f_psi
+    y1 = n1 * p
+    if abs(y1) < _SERIES_RADIUS:
+        c1 = 0.5 * (n1 - 1.0)
+        r1 = p * _horner_p(p * p) - n1 * y1 * _horner_p(y1 * y1)
+    else:
+        direct = _exp(-q) / -m1 - n1 * (_exp(-abs(y1)) / -big1)
+        c1, r1 = (0.0, direct) if p > 0 else (n1 - 1.0, -direct)
+    x2 = 2 * p
+    y2 = n2 * x2
+    if abs(y2) < _SERIES_RADIUS:
+        c2 = 0.5 * (n2 - 1.0)
+        r2 = x2 * _horner_p(x2 * x2) - n2 * y2 * _horner_p(y2 * y2)
+    else:
+        direct = _exp(-abs(x2)) / -m2 - n2 * (_exp(-abs(y2)) / -big2)
+        c2, r2 = (0.0, direct) if x2 > 0 else (n2 - 1.0, -direct)
+    return (f_phi, f_psi, (0.0 + 1 * c1) + (0.0 + 1 * r1),
+            (0.0 + -2 * c2 + 2 * c1) + (0.0 + -2 * r2 + 2 * r1))
 
 
 def attention2(p: float, L: float) -> tuple[float, float, float, float, float, float]:

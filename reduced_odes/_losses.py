@@ -16,12 +16,12 @@ import sympy as sp
 
 from ._model import (
     ALPHA,
-    P,
     P1,
+    W_KQ,
     W_V1,
     W_V2,
-    W_KQ,
     WSTAR,
+    P,
     Readout,
     induction_head_readouts,
     stage1_readout,
@@ -142,8 +142,12 @@ def derive_losses(closure: str) -> InductionHeadLosses:
     Examples
     --------
     >>> losses = derive_losses("linear")
-    >>> sorted(str(c) for c in losses.domain)
-    ['-w_kq**2 - 2*w_kq*w_star - w_star**2 + 1 > 0', '1 - 4*w_kq**2 > 0', '1 - 4*w_star**2 > 0']
+    >>> for condition in sorted(str(c) for c in losses.domain):
+    ...     print(condition)
+    -w_kq**2 - 2*w_kq*w_star - w_star**2 + 1 > 0
+    -w_kq**2 - w_star**2 + 1 > 0
+    1 - 4*w_kq**2 > 0
+    1 - 4*w_star**2 > 0
     """
     g4_readout, ih_readout = induction_head_readouts(closure)
     g4, ih = partial_loss(g4_readout), partial_loss(ih_readout)

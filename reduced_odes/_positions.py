@@ -190,7 +190,7 @@ def geometric_sum(term: sp.Expr, index: sp.Symbol, lo: sp.Expr, hi: sp.Expr) -> 
     >>> import sympy as sp
     >>> k, n, p = sp.symbols("k n p")
     >>> geometric_sum(sp.exp(-p * k), k, 0, n - 1)
-    (1 - exp(-n*p))/(1 - exp(-p))
+    (1 - exp(-p)**n)/(1 - exp(-p))
     >>> geometric_sum(sp.Integer(3), k, 1, n)
     3*n
     """

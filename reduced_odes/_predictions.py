@@ -26,7 +26,7 @@ import sympy as sp
 
 from ._compile import _atomic_write, _derivation_key, cache_dir
 from ._flow import LOG_STATE, derive_flow
-from ._model import ALPHA, P, W_KQ, W_V1, W_V2, WSTAR
+from ._model import ALPHA, W_KQ, W_V1, W_V2, WSTAR, P
 from ._positions import SEQ_LEN
 
 __all__ = ["SIGMA", "Predictions", "derive_predictions"]

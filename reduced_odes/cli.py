@@ -141,6 +141,28 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return max(status, verdict)
 
 
+def _add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true",
+                        help="a small grid (< 2 min on two cores) instead of the full one")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--out", metavar="DIR", default="results",
+                        help="directory for compare-<quick|full>.json and the SGD overlay "
+                             "data read by the closures figure (default: results/)")
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from ._compare import compare_closures, format_markdown, sgd_overlay
+    from ._provenance import versions
+    from ._results import write_json
+
+    result = compare_closures(quick=args.quick)
+    name = "quick" if args.quick else "full"
+    write_json(f"{args.out}/compare-{name}.json", {**result, "versions": versions()})
+    write_json(f"{args.out}/compare-overlay.json", sgd_overlay())
+    print(json.dumps(result, indent=2) if args.json else format_markdown(result))
+    return EXIT_OK
+
+
 #: Subcommands: name -> (help, argument builder, handler).
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
     "solve": ("integrate one trajectory to phase IV and report its phase times",
@@ -149,6 +171,8 @@ COMMANDS: dict[str, tuple[str, Callable, Callable]] = {
                _cmd_derive),
     "verify": ("check Theorem 5.5's predictions on a grid and print the verdict table",
                _add_verify_arguments, _cmd_verify),
+    "compare": ("exact-softmax SGD against the closures' ODEs: the table of what they miss",
+                _add_compare_arguments, _cmd_compare),
     "reproduce": ("the main job: derive, verify on the default grid, write the figures",
                   _add_reproduce_arguments, _cmd_reproduce),
     "sweep": (_sweep_command.HELP, _sweep_command.add_arguments, _sweep_command.run),

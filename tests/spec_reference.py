@@ -5,7 +5,7 @@ Only tests import this module; the package derives everything itself.
 
 import sympy as sp
 
-from reduced_odes._model import ALPHA, P, W_KQ, W_V1, W_V2, WSTAR
+from reduced_odes._model import ALPHA, W_KQ, W_V1, W_V2, WSTAR, P
 from reduced_odes._positions import SEQ_LEN as L
 
 Z = (1 - sp.exp(-(L - 1) * P)) / (1 - sp.exp(-P))

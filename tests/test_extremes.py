@@ -30,10 +30,11 @@ from reduced_odes import (
     ParameterError,
     PhaseThresholds,
     SolverConfig,
+    _integrate,
+    _kernels,
     load_system,
     solve,
 )
-from reduced_odes import _integrate, _kernels
 
 ROOT = Path(__file__).resolve().parents[1]
 mp = mpmath.mp
@@ -176,7 +177,7 @@ def test_extreme_grid_slow(closure):
 
 
 def _ln_z(p, n):
-    """ln sum_{k<n} e^{-k p} = ln[(1 - e^{-n p}) / (1 - e^{-p})] (spec's Z), without cancellation."""
+    """ln sum_{k<n} e^{-k p} = ln[(1 - e^{-n p}) / (1 - e^{-p})] (spec's Z), no cancellation."""
     if p > 0:
         return mp.log1p(-mp.exp(-n * p)) - mp.log1p(-mp.exp(-p))
     return mp.log(mp.expm1(-n * p)) - mp.log(mp.expm1(-p))

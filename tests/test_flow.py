@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import sympy as sp
 from scipy.integrate import solve_ivp
+from spec_reference import SPEC_IH
 
 from reduced_odes import ModelParams, SolverConfig, derive_flow, load_system, solve
 from reduced_odes._flow import FULL_STATE
 from reduced_odes._model import ALPHA, W_KQ, WSTAR
 from reduced_odes._positions import SEQ_LEN as L
 from reduced_odes._special import NUMERIC_IMPLEMENTATIONS
-from spec_reference import SPEC_IH
 
 
 @pytest.mark.parametrize("closure", ["linear", "meanfield"])

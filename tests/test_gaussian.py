@@ -15,7 +15,7 @@ DENSITY = 1 / math.sqrt(2 * math.pi)
 
 
 def _quad_1d(poly, exponent):
-    """Integral of poly(u) exp(exponent(u)) against N(0, 1), exponents combined to avoid overflow."""
+    """Integral of poly(u) exp(exponent(u)) against N(0, 1); exponents combined (no overflow)."""
     value, _ = integrate.quad(lambda u: poly(u) * DENSITY * math.exp(exponent(u) - u * u / 2),
                               -np.inf, np.inf, epsabs=1e-13, epsrel=1e-12)
     return value

@@ -5,12 +5,13 @@ import math
 import numpy as np
 import pytest
 import sympy as sp
+from spec_reference import SPEC_DOMAIN, SPEC_G4, SPEC_IH
 
 from reduced_odes import derive_losses
 from reduced_odes._losses import assert_same
-from reduced_odes._model import ALPHA, P, W_KQ, W_V1, W_V2, WSTAR
+from reduced_odes._model import ALPHA, W_KQ, W_V1, W_V2, WSTAR, P
 from reduced_odes._positions import SEQ_LEN as L
-from spec_reference import SPEC_DOMAIN, SPEC_G4, SPEC_IH
+
 
 @pytest.mark.parametrize("closure", ["linear", "meanfield"])
 def test_induction_loss_equals_spec_exactly(closure):

@@ -1,4 +1,4 @@
-"""Shared test fixtures: an isolated compile cache per test session."""
+"""Shared test fixtures: an isolated compile cache per test session (tests and doctests)."""
 
 import pytest
 
