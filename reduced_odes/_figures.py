@@ -40,14 +40,20 @@ Figures (``<out>`` = ``figures``; the ``linear`` closure, the paper's, gets the 
 name, the other closure a ``-meanfield`` suffix)
 ----------------------------------------------------------------------------------
 ``phases``            the four phases: L_G4, L_IH and the parameters against t.
-``plateau_scaling``   T_em against ln(1/sigma) for several L, and T_em/L against L.
-``convergence``       t L_G4 -> 1/4 and the exponential decay of L_IH in phase IV.
+``plateau_scaling``   T_em against ln(1/sigma) for several L (markers: verify records;
+                      lines: the leading-order prediction, slope 2/lambda, no fit), T_em/L
+                      against L, and the excess (T_em - T_em_leading)/L (the O(L) term).
+``convergence``       t L_G4 -> 1/4 and ln L_IH in phase IV against the predicted slope
+                      -2 mu (anchored where L_IH = 1e-8 x its plateau level).
 ``closures``          linear vs meanfield (and exact-softmax SGD when its data exist).
 
 Phase boundaries (shaded in ``phases``) are the measured phase times of
 :class:`reduced_odes.PhaseThresholds`: I = [0, T_I] (L_G4 down to 1% of L_G4(0)),
 II = [T_I, T_II] (until w_kq = 0.1 w*), III = [T_II, T_III] (w_kq from 0.1 w* to
-0.9 w*, with T_em at 0.5 w* marked), IV = [T_III, end of run].
+0.9 w*, with T_em at 0.5 w* marked), IV = [T_III, end of run].  If the measured
+times are out of order (the induction head emerging before the 4-gram is learned,
+as at alpha = 0.2, w* = 0.45, L = 50), each boundary is clipped to the one before
+it and the figure says so.
 
 Colours are Okabe-Ito: the 4-gram mechanism (L_G4, w_v1, p) is always blue, the
 induction head (L_IH, w_v2, w_kq) always vermillion.  Output files carry no
@@ -86,11 +92,13 @@ __all__ = [
     "plot_phases",
     "plot_plateau_scaling",
     "predictions_data",
+    "predictions_path",
     "render",
     "run",
     "save_figure",
     "scaling_records",
     "trajectory_data",
+    "trajectory_path",
 ]
 
 #: The setting of the ``phases``, ``convergence`` and ``closures`` figures.
@@ -466,9 +474,19 @@ def _log_time_axis(ax, lo: float, hi: float) -> None:
 
 
 def _shade_phases(ax, phases: Mapping[str, float], t_lo: float, t_hi: float,
-                  labels: bool) -> None:
-    """Shade phases I-IV on a log-time axis; label them (name inside the band if it fits)."""
-    edges = [t_lo, phases["T_I"], phases["T_II"], phases["T_III"], t_hi]
+                  labels: bool) -> bool:
+    """Shade phases I-IV on a log-time axis; label them (name inside the band if it fits).
+
+    The bands are consecutive: a boundary earlier than the one before it (the
+    induction head emerging before the 4-gram is learned, ``T_II < T_I``) is moved
+    up to it, so a band can be empty.  Returns whether the measured times were in order.
+    """
+    raw = [phases["T_I"], phases["T_II"], phases["T_III"]]
+    in_order = all(math.isfinite(v) for v in raw) and raw == sorted(raw)
+    edges = [t_lo]
+    for value in raw:
+        edges.append(max(edges[-1], value) if math.isfinite(value) else value)
+    edges.append(t_hi)
     span = math.log(t_hi / t_lo)
     for k in range(4):
         a, b = edges[k], edges[k + 1]
@@ -487,6 +505,7 @@ def _shade_phases(ax, phases: Mapping[str, float], t_lo: float, t_hi: float,
         ax.text(mid, 0.975, text, transform=ax.get_xaxis_transform(), ha="center",
                 va="top", rotation=rot, fontsize=6.0, color="0.15", linespacing=1.0,
                 zorder=1)
+    return in_order
 
 
 # --------------------------------------------------------------------------- #
@@ -528,7 +547,10 @@ def plot_phases(record: Mapping, *, t_min: float = 1.0):
                                                  plateau if math.isfinite(plateau) else top)
                                              * 1e-2))
         ax.set_ylim(bottom, top * 10 ** (0.3 * math.log10(top / bottom)))
-        _shade_phases(ax, ph, t_min, t_end, labels=True)
+        if not _shade_phases(ax, ph, t_min, t_end, labels=True):
+            ax.text(0.02, 0.32, r"phase times out of order ($T_{\mathrm{II}}<T_{\mathrm{I}}$):"
+                    "\nthe induction head emerges\nbefore the 4-gram is learned",
+                    transform=ax.transAxes, fontsize=6, va="bottom", color="0.1", zorder=5)
         ax.axvline(ph["T_em"], ymax=0.62, color="0.3", lw=0.7, ls=":", zorder=2)
         ax.text(ph["T_em"], 0.04, r" $T_{\mathrm{em}}$", transform=ax.get_xaxis_transform(),
                 ha="right", va="bottom", fontsize=6, color="0.2", rotation=90)
@@ -825,7 +847,7 @@ def plot_closures(records: Mapping[str, Mapping], overlay: Mapping | None = None
         ax.set_yscale("log")
         top = max(float(np.nanmax(np.where(_series(r)["L_IH"] > 0, _series(r)["L_IH"],
                                            np.nan))) for r in records.values())
-        ax.set_ylim(min(lows) * 1e-3, top * 2.5)
+        ax.set_ylim(min(lows) * 1e-3, top * 40)
         ax.set_xlim(0, t_hi)
         ax.set_ylabel(fr"{_LIH} (dimensionless)")
         # One legend (the line styles are the same in both panels), where the curves are not.
@@ -953,15 +975,12 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
     data = Path(data) if data is not None else out / "data"
     written: list[Path] = []
 
-    def data_name(path: Path) -> str:
-        return path.name
-
     for cl in closures:
         path = trajectory_data(cl, params, data)
         record = read_json(path)
         for name, plot in (("phases", plot_phases), ("convergence", plot_convergence)):
             fig = plot(record)
-            fig._reduced_odes_meta["keywords"].append(f"data={data_name(path)}")
+            fig._reduced_odes_meta["keywords"].append(f"data={path.name}")
             written += save_figure(fig, out, name, cl, formats)
         records = scaling_records(cl, data, grid, alpha=params.alpha, wstar=params.wstar,
                                   L=scaling_L, sigma=scaling_sigma, executor=executor)

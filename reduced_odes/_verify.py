@@ -9,6 +9,7 @@ groups), the error, the tolerance and the verdict.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections import defaultdict
@@ -87,20 +88,16 @@ def grid_settings(grid: str | Mapping, closures: Sequence[str]) -> tuple[list[di
             raise ParameterError(f"grid={grid!r}; allowed: {', '.join(GRIDS)}")
         grid = GRIDS[grid]
     settings, skipped = [], []
-    for closure in closures:
-        for alpha in grid["alpha"]:
-            for wstar in grid["wstar"]:
-                for length in grid["L"]:
-                    for sigma in grid["sigma"]:
-                        setting = {"closure": closure, "alpha": alpha, "wstar": wstar,
-                                   "L": int(length), "sigma": float(sigma)}
-                        try:
-                            ModelParams(L=length, alpha=alpha, wstar=wstar, sigma=sigma) \
-                                .check_closure(closure)
-                        except ParameterError as exc:
-                            skipped.append({**setting, "reason": str(exc)})
-                            continue
-                        settings.append(setting)
+    for closure, alpha, wstar, length, sigma in itertools.product(
+            closures, grid["alpha"], grid["wstar"], grid["L"], grid["sigma"]):
+        setting = {"closure": closure, "alpha": alpha, "wstar": wstar, "L": int(length),
+                   "sigma": float(sigma)}
+        try:
+            ModelParams(L=length, alpha=alpha, wstar=wstar, sigma=sigma).check_closure(closure)
+        except ParameterError as exc:
+            skipped.append({**setting, "reason": str(exc)})
+            continue
+        settings.append(setting)
     return settings, skipped
 
 
@@ -229,7 +226,7 @@ def _group(records: Iterable[dict], keys: Sequence[str]) -> dict[tuple, list[dic
 
 
 def _worst(name: str, rows: list[tuple[float, float, float, str]], tolerance: float,
-           relative: bool = True, closure: str = "") -> Claim:
+           closure: str = "") -> Claim:
     """Claim from per-group (predicted, measured, error, label) rows: the largest error."""
     rows = [r for r in rows if math.isfinite(r[2])]
     label = f"{name} [{closure}]" if closure else name

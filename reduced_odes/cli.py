@@ -137,7 +137,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
                                              out=data, workers=None))
     if "figures" in COMMANDS:
         status = max(status, COMMANDS["figures"][2](
-            argparse.Namespace(out=args.figures, data=data, format="png,pdf", closure="all")))
+            argparse.Namespace(out=args.figures, data=data, format="png,pdf", closure="all",
+                               grid=args.grid)))
     return max(status, verdict)
 
 

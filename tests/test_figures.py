@@ -130,6 +130,15 @@ def test_phases_axes_are_labelled(data):
     assert colours == [F.MECHANISM_COLOURS["4-gram"], F.MECHANISM_COLOURS["induction head"]]
 
 
+def test_phases_out_of_order_are_flagged(data):
+    record = _record(data)
+    record["phases"] = {**record["phases"], "T_I": 2 * record["phases"]["T_III"]}
+    fig = F.plot_phases(record)
+    assert any("out of order" in t.get_text() for t in fig.axes[0].texts)
+    in_order = F.plot_phases(_record(data))
+    assert not any("out of order" in t.get_text() for t in in_order.axes[0].texts)
+
+
 def test_convergence_axes_and_prediction_lines(data):
     record = _record(data)
     fig = F.plot_convergence(record)
