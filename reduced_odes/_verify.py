@@ -388,6 +388,12 @@ def verify(grid: str = "quick", closure: str = "all", out: str | Path | None = N
     sweep = run_sweep(settings, measure_setting, raw, executor=executor, progress=progress,
                       metadata=metadata)
     records = sweep.records
+    if len(records) == len(settings):
+        # Complete: rewrite in grid order, so the file does not depend on worker timing.
+        from ._compile import _atomic_write
+
+        _atomic_write(raw, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    records = [dict(r) for r in records]
     claims = [c for cl in closures for c in evaluate_claims(records, cl)]
     report = VerifyReport(grid, claims, records, skipped,
                           {"raw": str(raw), "claims": str(out_dir / f"verify-{grid}.json"),

@@ -127,19 +127,28 @@ def _add_reproduce_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grid", default="default", help="verification grid (default)")
     parser.add_argument("--figures", metavar="DIR", default="figures")
     parser.add_argument("--derivations", metavar="DIR", default="derivations")
+    parser.add_argument("--results", metavar="DIR", default="results",
+                        help="where the sweep runs (resumable); default results/")
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    """Derive, verify on the grid, write the figures: the README's main job."""
+    """Derive, verify on the grid, write the figures: the README's main job.
+
+    The sweep runs into ``--results`` (resumable if interrupted); its finished
+    files are then copied into ``<figures>/data``, from which the figures are drawn.
+    """
+    import shutil
+
     status = _cmd_derive(argparse.Namespace(out=args.derivations))
     data = f"{args.figures}/data"
     verdict = _cmd_verify(argparse.Namespace(grid=args.grid, closure="all", json=False,
-                                             out=data, workers=None))
-    if "figures" in COMMANDS:
-        status = max(status, COMMANDS["figures"][2](
-            argparse.Namespace(out=args.figures, data=data, format="png,pdf", closure="all",
-                               grid=args.grid)))
-    return max(status, verdict)
+                                             out=args.results, workers=None))
+    for suffix in ("jsonl", "json", "md"):
+        shutil.copyfile(f"{args.results}/verify-{args.grid}.{suffix}",
+                        f"{data}/verify-{args.grid}.{suffix}")
+    drawn = COMMANDS["figures"][2](argparse.Namespace(
+        out=args.figures, data=data, format="png,pdf", closure="all", grid=args.grid))
+    return max(status, drawn, verdict)
 
 
 def _add_compare_arguments(parser: argparse.ArgumentParser) -> None:
