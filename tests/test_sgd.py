@@ -14,9 +14,9 @@ import pytest
 
 from reduced_odes._sgd import (
     ATTENTIONS,
-    _expected_loss_g4,
     SGDConfig,
     SGDTrajectory,
+    _expected_loss_g4,
     first_crossing,
     loss_and_grad,
     monte_carlo_loss,
@@ -44,7 +44,7 @@ def reference_losses(theta, x, alpha, wstar, attention):
     for b in range(B):
         xs = [0.0] + list(x[b])  # xs[s] = x_s, x_0 = 0
 
-        def h2(s):  # second component of h_s
+        def h2(s, xs=xs):  # second component of h_s
             if math.isinf(p1):
                 return xs[s - 1]
             if s == 1:
@@ -52,7 +52,7 @@ def reference_losses(theta, x, alpha, wstar, attention):
             rho = _softmax([-p1 * (s - 1 - tau) for tau in range(1, s)])
             return sum(rho[tau - 1] * xs[tau] for tau in range(1, s))
 
-        def attn(w, keys):
+        def attn(w, keys, xs=xs):
             logits = [w * xs[L] * k for k in keys]
             if attention == "exact":
                 return _softmax(logits)
