@@ -59,7 +59,7 @@ class _Doc:
     def equation(self, lhs: str, expr):
         self.blocks.append(("equation", (lhs, expr)))
 
-    def named(self, lhs: str, exprs: list, names: list[str]):
+    def named(self, exprs: list, names: list[str]):
         """Several expressions sharing named subexpressions ``c_k``."""
         replacements, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("c_"))
         for sym, value in replacements:
@@ -130,13 +130,13 @@ def _document() -> _Doc:
         doc.heading(f"Closure `{closure}`: gradient flow")
         doc.equation("\\frac{d}{dt}\\left(w_k^2 - w_q^2\\right)", flow.balance_rate)
         names = [f"\\dot{{{sp.latex(v)}}}" for v in REDUCED_STATE]
-        doc.named("flow", list(flow.reduced_rhs), names)
+        doc.named(list(flow.reduced_rhs), names)
         doc.text("Jacobian of the flow in the integration coordinates "
                  "$(w_{v1}, p, w_{v2}, \\ell = \\ln w_{kq})$:")
         entries = list(flow.log_jacobian)
         labels = [f"J_{{{sp.latex(a)},{sp.latex(b)}}}" for a in LOG_STATE for b in LOG_STATE]
         nonzero = [(lbl, e) for lbl, e in zip(labels, entries, strict=True) if e != 0]
-        doc.named("J", [e for _, e in nonzero], [lbl for lbl, _ in nonzero])
+        doc.named([e for _, e in nonzero], [lbl for lbl, _ in nonzero])
         doc.heading(f"Closure `{closure}`: fixed point")
         at_fixed = {W_V2: 1 - ALPHA, W_KQ: WSTAR}
         residual = [sp.simplify(e.subs(at_fixed)) for e in flow.reduced_rhs[2:]]

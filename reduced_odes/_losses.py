@@ -16,11 +16,7 @@ import sympy as sp
 
 from ._model import (
     ALPHA,
-    P1,
-    W_KQ,
     W_V1,
-    W_V2,
-    WSTAR,
     P,
     Readout,
     induction_head_readouts,
@@ -188,7 +184,3 @@ def derive_stage1_loss() -> sp.Expr:
     """Stage-I loss ``L_I(p_1)`` (spec section 4), derived like the others."""
     return partial_loss(stage1_readout()).expr
 
-
-# Symbols re-exported for callers that build on the losses.
-SYMBOLS = {"alpha": ALPHA, "w_star": WSTAR, "w_v1": W_V1, "p": P, "w_v2": W_V2,
-           "w_kq": W_KQ, "p_1": P1, "L": SEQ_LEN}

@@ -111,7 +111,8 @@ def _plateau(flow, losses):
     at_zero = losses.induction.subs(W_KQ, 0)
     (w_v2_lazy,) = sp.solve(sp.diff(at_zero, W_V2), W_V2)
     w_v2_lazy = sp.simplify(w_v2_lazy)
-    rate = flow.log_rhs[3].subs(LOG_WKQ_TO_ZERO).subs(W_V2, w_v2_lazy)
+    # w_kq -> 0 is ell -> -oo in the integration coordinates.
+    rate = flow.log_rhs[3].subs(LOG_STATE[3], -sp.oo).subs(W_V2, w_v2_lazy)
     rate = sp.factor(sp.simplify(rate))
     t_em = sp.log(THETA_EM * WSTAR / SIGMA**2) / rate
     log_inverse_sigma = sp.Symbol("s", positive=True)
@@ -125,8 +126,6 @@ def _plateau(flow, losses):
         "window_rate_large_L": sp.limit(SEQ_LEN * rate, SEQ_LEN, sp.oo),
     }
 
-
-LOG_WKQ_TO_ZERO = {LOG_STATE[3]: -sp.oo}
 
 
 def _tail(losses):
