@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._params import CLOSURE_WSTAR_LIMITS, ModelParams, ParameterError
+from ._params import CLOSURE_WSTAR_LIMITS, ModelParams, ParameterError, SolverConfig
 from ._provenance import versions
 
 __all__ = ["GRIDS", "Claim", "VerifyReport", "grid_settings", "measure_setting", "verify"]
@@ -202,9 +202,11 @@ class VerifyReport:
         return "\n".join(rows)
 
     def as_dict(self) -> dict:
-        return {"grid": self.grid, "passed": self.passed,
-                "claims": [c.as_dict() for c in self.claims],
-                "skipped": self.skipped, "files": self.files, "versions": versions()}
+        return {"grid": self.grid, "grid_values": GRIDS.get(self.grid), "passed": self.passed,
+                "claims": [c.as_dict() for c in self.claims], "tolerances": TOLERANCES,
+                "regime_separation": REGIME_SEPARATION, "skipped": self.skipped,
+                "files": self.files, "solver": SolverConfig().as_dict(),
+                "versions": versions()}
 
 
 def _verdict(claim: Claim) -> str:
@@ -383,8 +385,7 @@ def verify(grid: str = "quick", closure: str = "all", out: str | Path | None = N
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="reduced-odes-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     raw = out_dir / f"verify-{grid}.jsonl"
-    metadata = {"versions": versions(), "solver": {"method": "LSODA", "rtol": 1e-10,
-                                                    "atol": 1e-12}}
+    metadata = {"versions": versions(), "solver": SolverConfig().as_dict()}
     sweep = run_sweep(settings, measure_setting, raw, executor=executor, progress=progress,
                       metadata=metadata)
     records = sweep.records
