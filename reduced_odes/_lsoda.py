@@ -1,0 +1,196 @@
+"""Driver 1: LSODA stepped directly, one accepted step per call.
+
+Stepped through SciPy's ``ode`` wrapper of ODEPACK's LSODA exactly as
+``solve_ivp(method="LSODA")`` steps it, but without ``solve_ivp``'s per-step
+bookkeeping: the events are tested on each accepted step in a few float
+operations and the dense output is kept as the raw Nordsieck arrays.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+from ._driver import (
+    _EVALUATION_ERRORS,
+    _NEAR_FIXED_POINT,
+    _T_MAX,
+    _TAIL_FACTOR,
+    _describe,
+    _edge_error,
+    _guarded,
+    _root_in_step,
+    _Run,
+)
+from ._trajectory import DomainError
+
+#: Step budget of the direct LSODA driver.  A run to phase IV takes 1e3 to 5e3
+#: steps (L up to 1e7, sigma down to 1e-300); only a state pressed against the
+#: domain boundary, where the flow is singularly stiff, needs more.
+_MAX_STEPS = 100_000
+#: Restarts of the direct LSODA driver from its last accepted step, after a step
+#: that failed or came out non-finite (trial states outside the domain).
+_MAX_RESTARTS = 8
+
+
+class NordsieckSolution:
+    """Piecewise-polynomial dense output from LSODA's Nordsieck history arrays.
+
+    Step ``k`` ends at ``ts[k + 1]``; on ``[ts[k], ts[k + 1]]`` the state is
+    ``sum_j yh[k, :, j] ((t - ts[k + 1]) / h[k])**j`` (the interpolant that
+    ``solve_ivp``'s ``LsodaDenseOutput`` builds, with unused orders zero).
+    Called like :class:`scipy.integrate.OdeSolution`.
+    """
+
+    def __init__(self, ts: np.ndarray, h: np.ndarray, yh: np.ndarray):
+        self.ts, self.h, self.yh = ts, h, yh  # yh: (steps, n, max_order + 1)
+        self._powers = np.arange(yh.shape[2])
+
+    def segment(self, k: int) -> Callable[[float], np.ndarray]:
+        """The interpolant of step ``k`` alone, as a fast scalar function."""
+        t_k, h_k, coeffs = float(self.ts[k + 1]), float(self.h[k]), self.yh[k]
+        powers = self._powers
+
+        def value(t: float) -> np.ndarray:
+            return coeffs @ ((t - t_k) / h_k) ** powers
+
+        return value
+
+    def __call__(self, t):
+        t = np.asarray(t, dtype=float)
+        flat = np.atleast_1d(t)
+        k = np.clip(np.searchsorted(self.ts, flat, side="left") - 1, 0, len(self.h) - 1)
+        x = (flat - self.ts[k + 1]) / self.h[k]
+        y = np.einsum("mij,mj->im", self.yh[k], x[:, None] ** self._powers)
+        return y[:, 0] if t.ndim == 0 else y
+
+
+class _FastPathUnavailable(Exception):
+    """The installed SciPy's ``ode('lsoda')`` lacks the internals the direct driver uses."""
+
+
+_LSODA_MAX_ORDER = 12  # Adams; the stiff BDF branch uses <= 5
+
+
+def _lsoda_run(system, params, closure, solver, y0, t_horizon) -> _Run:
+    """Step LSODA one accepted step at a time until phase IV (see :func:`solve`)."""
+    from scipy.integrate import ode
+
+    args = (params.alpha, params.wstar, float(params.L))
+    n = y0.size
+    r = ode(*_guarded(system))
+    r.set_integrator("lsoda", rtol=solver.rtol, atol=solver.atol, nsteps=10**6)
+    r.set_initial_value(y0.copy(), 0.0)  # LSODA overwrites its state array in place
+    try:
+        integrator = r._integrator
+        rwork, iwork, call_args = integrator.rwork, integrator.iwork, integrator.call_args
+        run, size = integrator.run, 20 + (_LSODA_MAX_ORDER + 1) * n
+        if rwork.size < size or iwork.size < 15 or len(call_args) < 5:
+            raise _FastPathUnavailable
+    except AttributeError:
+        raise _FastPathUnavailable from None
+    call_args[2] = 5  # itask 5: one step, never past tcrit = rwork[0]
+    fixed_end = solver.t_end is not None
+    t_out = solver.t_end if fixed_end else t_horizon
+    rwork[0] = t_out
+    target, margins, edge_free = math.log(params.wstar), system.margins, True
+    inside = abs(y0[3] - target) <= _NEAR_FIXED_POINT
+    if inside and not fixed_end:  # started at the fixed point: run to the first horizon
+        fixed_end = True
+    ts, records, orders = [0.0], [], []
+    restarts, spent = 0, [0, 0]  # restarts so far; (nfev, njev) of the runs before them
+    t, y = 0.0, r._y
+    rhs, jac = r.f, r.jac
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LSODA's own notes; failures are checked below
+        while True:
+            try:
+                y, t = run(rhs, jac, y, t, t_out, args, args)
+                failure = None if integrator.success else integrator.messages.get(
+                    integrator.istate, f"istate {integrator.istate}").rstrip(".")
+            except _EVALUATION_ERRORS as exc:
+                failure = f"{type(exc).__name__}: {exc}"
+            if failure is None:
+                total = y[0] + y[1] + y[2] + y[3]
+                if total - total != 0:  # nan or inf: a trial outside the domain leaked in
+                    failure = "non-finite state"
+            if failure is not None:
+                # Restart from the last accepted step with a smaller first step.
+                good = records[-1][10:10 + n] if records else y0
+                if restarts == _MAX_RESTARTS:
+                    raise DomainError(
+                        f"LSODA stopped after the step to t={ts[-1]:.6g}: {failure} (after "
+                        f"{restarts} restarts); last accepted {_describe(system, good, params)}")
+                restarts += 1
+                spent[0] += int(iwork[11])
+                spent[1] += int(iwork[12])
+                rwork[4] = records[-1][0] * 0.1**restarts if records else 0.0
+                call_args[3] = 1  # istate 1: start afresh from (t, y)
+                t, y = ts[-1], good.copy()
+                continue
+            if len(ts) > _MAX_STEPS:
+                raise DomainError(f"LSODA stopped at t={t:.6g}: more than {_MAX_STEPS} steps; "
+                                  f"{_describe(system, y, params)}")
+            ts.append(t)
+            records.append(rwork[10:size].copy())  # (hu, h), 8 unused, Nordsieck array
+            orders.append(iwork[13:15].tolist())  # (nqu, nq)
+            ell = y[3]
+            if edge_free and min(margins(y, *args)) <= 0:
+                edge_free = False
+                break
+            if fixed_end:
+                if t >= t_out:
+                    break
+                continue
+            near = abs(ell - target) <= _NEAR_FIXED_POINT
+            if near and not inside:
+                # First entry into the band: t_end = (1 + tail) * (the entry time).
+                dense = _nordsieck(ts, records, orders, n)
+                t_conv = _root_in_step(dense.segment(len(ts) - 2),
+                                       lambda v: abs(v[3] - target) - _NEAR_FIXED_POINT,
+                                       ts[-2], ts[-1])
+                fixed_end, t_out = True, max(t_conv * (1 + _TAIL_FACTOR), t)
+                rwork[0] = t_out
+                if t >= t_out:
+                    break
+                continue
+            inside = inside and near
+            if t >= t_out:
+                if t_out >= _T_MAX:
+                    raise DomainError(f"no emergence before t={_T_MAX:g}")
+                t_out = min(4 * t_out, _T_MAX)
+                rwork[0] = t_out
+    dense = _nordsieck(ts, records, orders, n)
+    if not edge_free:
+        k = len(ts) - 2
+        segment = dense.segment(k)
+        t_edge = _root_in_step(segment, lambda v: -min(margins(v, *args)), ts[-2], ts[-1])
+        raise _edge_error(system, closure, params, t_edge, segment(t_edge))
+    y_steps = np.concatenate((y0[:, None], dense.yh[:, :, 0].T), axis=1)
+    return _Run(dense, dense.ts, y_steps, dense.segment, nfev=spent[0] + int(iwork[11]),
+                njev=spent[1] + int(iwork[12]), nlu=spent[1] + int(iwork[12]))
+
+
+def _nordsieck(ts: list, records: list, orders: list, n: int) -> NordsieckSolution:
+    """Build the dense output from the per-step copies of LSODA's work arrays.
+
+    Each record is ``rwork[10:20 + 13 n]``: ``(hu, h)`` at 10, 11 and the
+    Nordsieck array (column-major) from 20; ``orders`` holds ``iwork[13:15] =
+    (nqu, nq)``.  As in SciPy's ``LSODA._dense_output_impl``, columns
+    ``0..nqu`` are used with step ``h``, and the last column is rescaled by
+    ``(h / hu)**nqu`` if the order is to drop.
+    """
+    data = np.array(records)
+    m = _LSODA_MAX_ORDER + 1
+    yh = data[:, 10:].reshape(len(records), m, n).transpose(0, 2, 1).copy()
+    hu, h = data[:, 0], data[:, 1]
+    order, next_order = np.array(orders, dtype=int).T
+    # Columns beyond the order are stale (possibly NaN from rejected trials): zero them.
+    yh = np.where(np.arange(m)[None, None, :] <= order[:, None, None], yh, 0.0)
+    drop = np.flatnonzero(next_order < order)
+    if drop.size:
+        yh[drop, :, order[drop]] *= ((h[drop] / hu[drop]) ** order[drop])[:, None]
+    return NordsieckSolution(np.asarray(ts, dtype=float), h, yh)
