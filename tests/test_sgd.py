@@ -12,16 +12,18 @@ import math
 import numpy as np
 import pytest
 
-from reduced_odes._sgd import (
+from reduced_odes._attention_model import (
     ATTENTIONS,
+    loss_and_grad,
+    monte_carlo_loss,
+    stage1_loss_and_grad,
+)
+from reduced_odes._sgd import (
     SGDConfig,
     SGDTrajectory,
     _expected_loss_g4,
     first_crossing,
-    loss_and_grad,
-    monte_carlo_loss,
     simulate_sgd,
-    stage1_loss_and_grad,
 )
 
 # --------------------------------------------------------------------------- #
