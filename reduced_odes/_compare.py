@@ -599,7 +599,7 @@ def _md_comparison(res: dict) -> str:
 # Overlay data for the "closures" figure
 # --------------------------------------------------------------------------- #
 #: The overlay's setting: long enough sequences to separate the closures, short
-#: enough that exact-softmax SGD runs in about a minute (issue: --quick < 2 min).
+#: enough that exact-softmax SGD runs in about a minute (`compare --quick` stays under 2 min).
 OVERLAY_SETTING = {"L": 50, "alpha": 0.5, "wstar": 0.3, "sigma": 1e-2}
 
 

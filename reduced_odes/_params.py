@@ -116,7 +116,7 @@ class ModelParams:
 
 @dataclass(frozen=True)
 class PhaseThresholds:
-    """Fractions defining the phase times (spec sections 6 and issue schema).
+    """Fractions defining the phase times (spec section 6 and the `solve --json` schema).
 
     ``four_gram``: T_I is the first t with L_G4 <= four_gram * L_G4(0);
     ``onset``, ``emergence``, ``converged``: T_II, T_em, T_III are the first t

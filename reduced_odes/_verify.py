@@ -25,7 +25,7 @@ from ._provenance import versions
 __all__ = ["GRIDS", "Claim", "VerifyReport", "grid_settings", "measure_setting", "verify"]
 
 #: Grids over (L, sigma, alpha, w*) for each closure.  ``quick`` runs in well under a
-#: minute on two cores; ``default`` is the README's main job; ``full`` spans the issue's
+#: minute on two cores; ``default`` is the README's main job; ``full`` spans the claimed
 #: ranges densely (L from 50 to 1e5, sigma from 1e-2 to 1e-12).
 GRIDS: dict[str, dict[str, list]] = {
     "quick": {"alpha": [0.5], "wstar": [0.3], "L": [50, 200, 1000, 100000],
@@ -38,7 +38,7 @@ GRIDS: dict[str, dict[str, list]] = {
 }
 CLOSURE_CHOICES = ("linear", "meanfield", "all")
 
-#: Tolerances of the claims, each with its reason (issue "Verify Theorem 5.5").
+#: Tolerances of the claims of Theorem 5.5 (spec section 6), each with its reason.
 TOLERANCES = {
     # The O(L) correction to T_em is sigma-independent only asymptotically: 1%.
     "T_em slope in ln(1/sigma)": 0.01,
@@ -68,7 +68,7 @@ TOLERANCES = {
 REGIME_SEPARATION = 10.0
 #: Fits of T_em in ln(1/sigma) use sigma <= this, where w_kq(0) << w* (asymptotic regime).
 _SLOPE_SIGMA_MAX = 1e-4
-#: Exponent fits in L use L >= this (issue: "log-log fit over L >= 200").
+#: Exponent fits in L use L >= this: below it the O(1/L) corrections bend the log-log line.
 _EXPONENT_L_MIN = 200
 #: Phase-IV fit window for L_IH relative to the plateau level.
 _DECAY_WINDOW = (1e-10, 1e-6)

@@ -1,4 +1,4 @@
-"""Trustworthy numerics at extreme parameters (issue 5).
+"""Trustworthy numerics at extreme parameters.
 
 * Extreme regimes (sigma down to 1e-300, L from 4 to 1e7) reach phase IV and
   match the leading-order emergence time of spec section 6, typed in here.

@@ -44,7 +44,7 @@ def _independent_t_em(closure, params):
 def test_t_em_matches_independent_integration_of_spec_ode(closure):
     ours = solve(PAPER, closure).phases["T_em"]
     reference = _independent_t_em(closure, PAPER)
-    assert ours == pytest.approx(reference, rel=1e-3)  # issue's acceptance bound: 0.1%
+    assert ours == pytest.approx(reference, rel=1e-3)  # the acceptance bound: 0.1%
     assert ours == pytest.approx(reference, rel=1e-6)  # what both rtol-1e-10 runs actually give
 
 
