@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import sympy as sp
@@ -67,29 +68,21 @@ class _Doc:
         for name, value in zip(names, reduced, strict=True):
             self.equation(name, value)
 
-    def markdown(self) -> str:
-        out = []
-        for kind, payload in self.blocks:
-            if kind == "heading":
-                out.append(f"\n## {payload}\n")
-            elif kind == "text":
-                out.append(payload + "\n")
-            else:
-                lhs, expr = payload
-                out.append(f"$$ {lhs} = {_latex(expr)} $$\n")
-        return "\n".join(out)
+    def render(self, style: Mapping[str, Callable]) -> str:
+        """The document in one output ``style`` (see ``MARKDOWN`` and ``LATEX``)."""
+        return "\n".join(style[kind](payload) for kind, payload in self.blocks)
 
-    def latex(self) -> str:
-        out = []
-        for kind, payload in self.blocks:
-            if kind == "heading":
-                out.append(f"\\section*{{{payload}}}")
-            elif kind == "text":
-                out.append(payload.replace("`", "") + "\n")
-            else:
-                lhs, expr = payload
-                out.append(f"\\begin{{dmath*}} {lhs} = {_latex(expr)} \\end{{dmath*}}")
-        return "\n".join(out)
+
+def _equation(template: str) -> Callable:
+    return lambda payload: template.format(payload[0], _latex(payload[1]))
+
+
+#: How each kind of block is written, per output format.
+MARKDOWN = {"heading": "\n## {}\n".format, "text": "{}\n".format,
+            "equation": _equation("$$ {} = {} $$\n")}
+LATEX = {"heading": "\\section*{{{}}}".format,
+         "text": lambda text: text.replace("`", "") + "\n",
+         "equation": _equation("\\begin{{dmath*}} {} = {} \\end{{dmath*}}")}
 
 
 _SYMBOL_NAMES = {WSTAR: "w^{*}", W_KQ: "w_{kq}", W_V2: "w_{v2}"}
@@ -182,7 +175,7 @@ def render_derivations() -> dict[str, str]:
     ['induction_head.md', 'induction_head.tex']
     """
     doc = _document()
-    body_md, body_tex = doc.markdown(), doc.latex()
+    body_md, body_tex = doc.render(MARKDOWN), doc.render(LATEX)
     digest = hashlib.sha256((body_md + body_tex).encode()).hexdigest()[:16]
     stamp = (f"reduced-odes {__version__}, SymPy {importlib.metadata.version('sympy')}, "
              f"content hash {digest}")
