@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._params import CLOSURE_WSTAR_LIMITS
+
 __all__ = [
     "ATTENTIONS",
     "MCEstimate",
@@ -91,10 +93,10 @@ def _check_choice(name: str, value, choices: tuple[str, ...]) -> str:
 def _check_wstar(wstar, attention: str) -> float:
     """w* must lie where the target's second moment is finite (spec section 5)."""
     w = _check_real("wstar", wstar)
-    if attention == "linear" and not abs(2 * w) < 1:
-        raise ValueError(f"wstar={wstar!r} is invalid: attention 'linear' needs |2 wstar| < 1")
-    if attention == "meanfield" and not 2 * w * w < 1:
-        raise ValueError(f"wstar={wstar!r} is invalid: attention 'meanfield' needs 2 wstar^2 < 1")
+    limit = CLOSURE_WSTAR_LIMITS.get(attention)  # the closure domains; "exact" has none
+    if limit is not None and not abs(w) < limit:
+        raise ValueError(f"wstar={wstar!r} is invalid: attention {attention!r} needs "
+                         f"|wstar| < {limit:.6g}")
     return w
 
 

@@ -38,7 +38,7 @@ from ._compile import CompiledSystem, load_system
 from ._driver import _root_in_step, _Run, _violated
 from ._ivp import _ivp_run
 from ._lsoda import _FastPathUnavailable, _lsoda_run
-from ._params import ModelParams, ParameterError, PhaseThresholds, SolverConfig
+from ._params import ModelParams, ParameterError, PhaseThresholds, SolverConfig, _number
 from ._trajectory import STATE_NAMES, DomainError, SolverStats, Trajectory
 
 __all__ = ["STATE_NAMES", "DomainError", "SolverStats", "Trajectory", "solve"]
@@ -66,11 +66,11 @@ def _initial_state(params: ModelParams, initial, system: CompiledSystem) -> np.n
                                  f"(w_v1, p, w_v2, w_kq)")
         numbers = []
         for name, value in zip(("w_v1", "p", "w_v2"), values, strict=True):
-            numbers.append(_finite(f"initial {name}", value, "a finite number"))
+            numbers.append(_number(f"initial {name}", value, "a finite number"))
         if log_w_kq is not None:
-            numbers.append(_finite("initial log_w_kq", log_w_kq, "a finite number"))
+            numbers.append(_number("initial log_w_kq", log_w_kq, "a finite number"))
         else:
-            w = _finite("initial w_kq", w_kq, "a finite number > 0 (w_kq = w_k w_q, w_k = w_q)")
+            w = _number("initial w_kq", w_kq, "a finite number > 0 (w_kq = w_k w_q, w_k = w_q)")
             if not w > 0:
                 raise ParameterError(f"initial w_kq={w!r} must be > 0 (w_kq = w_k w_q with "
                                      f"w_k = w_q; its flow keeps it > 0)")
@@ -84,16 +84,6 @@ def _initial_state(params: ModelParams, initial, system: CompiledSystem) -> np.n
             f"{_violated(system, y0, params)}; allowed: every condition "
             f"{', '.join(system.domain_labels)}")
     return y0
-
-
-def _finite(name: str, value, allowed: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name}={value!r} is not a number; allowed: {allowed}") from None
-    if isinstance(value, bool) or not math.isfinite(number):
-        raise ParameterError(f"{name}={value!r} is not finite; allowed: {allowed}")
-    return number
 
 
 def solve(params: ModelParams, closure: str = "linear", solver: SolverConfig | None = None,

@@ -30,7 +30,10 @@ class ParameterError(ValueError):
 
 
 def _number(name: str, value, allowed: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """``value`` as a finite float, or a ParameterError naming ``name`` and ``allowed``."""
+    if isinstance(value, bool):
+        raise ParameterError(f"{name}={value!r} is not a number; allowed: {allowed}")
+    if not isinstance(value, int | float):
         try:
             value = float(value)
         except (TypeError, ValueError):
