@@ -1,43 +1,41 @@
-"""reduced-odes: exact reduced training dynamics of toy transformers.
+"""reduced-odes: exact reduced training dynamics of toy neural networks and transformers.
 
-The pipeline, one module per arrow::
+The engine names no model.  A model (:class:`Model`; the built-in ones are in
+:mod:`reduced_odes.models`) declares its state, parameters and loss; the
+engine then runs the pipeline, one module per arrow::
 
-    model (_model) -> Gaussian expectation (_gaussian, _positions) -> loss (_losses)
-    -> gradient flow (_flow) -> compiled RHS/Jacobian (_compile) -> trajectory (_integrate)
-    -> phases (_phases) -> predictions vs measurements (_predictions, _verify)
-    -> derivations and figures (_export, _figures)
+    declaration -> expectations (_gaussian, _positions, _symbolic.mixture_expectation)
+    -> gradient flow under a metric, asserted identities, coordinates, Jacobian (_symbolic)
+    -> compiled RHS/Jacobian/observables, cached on disk (_compile)
+    -> trajectory and phase crossings (_integrate, _lsoda, _ivp, _crossing)
+    -> sweeps, claims, derivations, figures (_sweep, _verify, _export, _figstyle)
 
-Beside the pipeline: resumable sweeps (_sweep), the exact-softmax SGD
-simulator (_sgd) and the closures' comparison with it (_compare).
-The public API is re-exported here explicitly.
+The public API is re-exported here explicitly; every name is imported on first
+use, so integrating from a warm compile cache never imports SymPy.
 """
 
 import importlib
 
-from ._compile import CompiledSystem, cache_dir, load_system
-from ._integrate import STATE_NAMES, DomainError, SolverStats, Trajectory, solve
-from ._params import ModelParams, ParameterError, PhaseThresholds, SolverConfig
-from ._provenance import versions
-from ._sweep import SweepReport, expand_grid, load_grid, read_results, run_sweep
-from ._sweep_command import solve_setting
 from ._version import __version__
 
-#: The symbolic half of the API, imported on first use: integrating from a warm
-#: compile cache then never imports SymPy (see benchmarks/bench_solve.py).
 _LAZY = {
-    **dict.fromkeys(("GradientFlow", "derive_flow", "derive_stage1_flow"), "_flow"),
+    **dict.fromkeys(("Crossing", "DerivationError", "Model"), "_contract"),
+    **dict.fromkeys(("METHODS", "ParameterError", "Parameters", "Range", "SolverConfig",
+                     "choice", "flag", "integer", "interval", "parameter", "positive"),
+                    "_params"),
+    **dict.fromkeys(("CoordinateChange", "Derivation", "Identity", "assert_conserved",
+                     "assert_same", "gradient_flow", "log_coordinate", "metric_gradient",
+                     "mixture_expectation", "relu"), "_symbolic"),
     **dict.fromkeys(("GaussianExpectation", "gaussian_expectation"), "_gaussian"),
-    **dict.fromkeys(("InductionHeadLosses", "derive_losses", "derive_stage1_loss",
-                     "partial_loss"), "_losses"),
-    **dict.fromkeys(("CLOSURES", "Closure", "Readout", "induction_head_readouts",
-                     "stage1_readout"), "_model"),
     **dict.fromkeys(("Fixed", "Index", "PositionSum", "expect_product",
                      "expect_product_explicit", "geometric_sum", "token"), "_positions"),
-    **dict.fromkeys(("Predictions", "derive_predictions"), "_predictions"),
+    **dict.fromkeys(("CompiledSystem", "cache_dir", "load_system"), "_compile"),
+    **dict.fromkeys(("DomainError", "SolverStats", "Trajectory", "solve"), "_integrate"),
+    **dict.fromkeys(("get_model", "model_for", "registered_models"), "_registry"),
+    **dict.fromkeys(("SweepReport", "expand_grid", "load_grid", "read_results", "run_sweep"),
+                    "_sweep"),
     **dict.fromkeys(("Claim", "VerifyReport", "verify"), "_verify"),
-    **dict.fromkeys(("export_derivations", "render_derivations"), "_export"),
-    **dict.fromkeys(("SGDConfig", "SGDTrajectory", "simulate_sgd"), "_sgd"),
-    **dict.fromkeys(("compare_closures", "validate_simulator"), "_compare"),
+    **dict.fromkeys(("versions",), "_provenance"),
 }
 
 
@@ -53,58 +51,4 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = [
-    "CLOSURES",
-    "Claim",
-    "Closure",
-    "CompiledSystem",
-    "DomainError",
-    "Fixed",
-    "GaussianExpectation",
-    "GradientFlow",
-    "Index",
-    "InductionHeadLosses",
-    "ModelParams",
-    "ParameterError",
-    "PhaseThresholds",
-    "PositionSum",
-    "Predictions",
-    "Readout",
-    "SGDConfig",
-    "SGDTrajectory",
-    "STATE_NAMES",
-    "SolverConfig",
-    "SolverStats",
-    "SweepReport",
-    "Trajectory",
-    "VerifyReport",
-    "__version__",
-    "cache_dir",
-    "compare_closures",
-    "derive_flow",
-    "derive_losses",
-    "derive_predictions",
-    "derive_stage1_flow",
-    "derive_stage1_loss",
-    "expand_grid",
-    "expect_product",
-    "expect_product_explicit",
-    "export_derivations",
-    "gaussian_expectation",
-    "geometric_sum",
-    "induction_head_readouts",
-    "load_grid",
-    "load_system",
-    "partial_loss",
-    "read_results",
-    "render_derivations",
-    "run_sweep",
-    "simulate_sgd",
-    "solve",
-    "solve_setting",
-    "stage1_readout",
-    "token",
-    "validate_simulator",
-    "verify",
-    "versions",
-]
+__all__ = sorted([*_LAZY, "__version__"])

@@ -1,21 +1,21 @@
-"""Compile a derived flow into plain-Python numerical code, cached on disk.
+"""Compile a model's derivation into plain-Python numerical code, cached on disk.
 
-The right-hand side, Jacobian, losses and domain margins are generated as
+The right-hand side, Jacobian, observables and domain margins are generated as
 straight-line Python (``math`` only) after common-subexpression elimination.
-All attention functions of one argument pair ``(p, L)`` are evaluated by one
-call of a fused kernel of :mod:`reduced_odes._kernels` (which shares their
-exponentials); the generated module imports nothing else, so loading it never
-imports SymPy.
-Parameters (alpha, w_star, L) are runtime arguments, so a new parameter
-setting never re-derives or recompiles anything.
+If the derivation names a kernels module, the special functions of one
+argument tuple are evaluated by one call of that module's cheapest fused
+kernel that provides them all (which shares their exponentials).  The
+generated module imports nothing else, so loading it never imports SymPy.
+The model's parameters are runtime arguments, so a new parameter setting
+never re-derives or recompiles anything.
 
 Cache layout (``$REDUCED_ODES_CACHE`` or ``$XDG_CACHE_HOME/reduced-odes``):
 
 * ``system-<key>.py``: generated module; ``key`` hashes the expressions,
   the package and SymPy versions and the code-generator version;
-* ``index-<derivation>.json``: maps a derivation (closure, versions, source
-  hash of the symbolic modules) to its module key, so a warm start loads the
-  module without importing SymPy.
+* ``index-<derivation>.json``: maps a derivation (model, variant, versions,
+  source hash of the engine's symbolic modules and of the model's own files)
+  to its module key, so a warm start loads the module without importing SymPy.
 
 Files are written atomically (temporary file + ``os.replace``); a module
 whose recorded checksum does not match its body is rebuilt.  Within a process
@@ -28,6 +28,7 @@ import functools
 import hashlib
 import importlib.metadata
 import importlib.util
+import inspect
 import json
 import os
 import tempfile
@@ -37,42 +38,62 @@ from pathlib import Path
 
 from ._version import __version__
 
-__all__ = ["CompiledSystem", "cache_dir", "load_system"]
+__all__ = ["CompiledSystem", "atomic_write", "cache_dir", "cached_symbolic", "load_system"]
 
 #: Bump when the generated code changes shape, to invalidate old cache entries.
-CODEGEN_VERSION = "3"
-_SYMBOLIC_SOURCES = ("_gaussian.py", "_positions.py", "_model.py", "_losses.py",
-                     "_special.py", "_kernels.py", "_flow.py", "_compile.py")
+CODEGEN_VERSION = "4"
+#: The engine's symbolic modules: a change to any of them re-derives every model.
+_ENGINE_SOURCES = ("_gaussian.py", "_positions.py", "_symbolic.py", "_contract.py",
+                   "_compile.py")
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True)
 class CompiledSystem:
-    """Numerical callables of one closure's flow in coordinates (w_v1, p, w_v2, ln w_kq).
+    """Numerical callables of one model variant's flow in its integration coordinates.
+
+    Every callable takes the state ``y`` (a sequence in ``coordinates`` order)
+    and then the model's parameter values, in ``Derivation.parameters`` order.
 
     Attributes
     ----------
+    model, variant : str
     rhs : callable
-        ``rhs(t, y, alpha, w_star, L) -> list`` of the four rates.
+        ``rhs(t, y, *params) -> list`` of the rates.
     jac : callable
-        ``jac(t, y, alpha, w_star, L) -> 4x4 nested list``.
+        ``jac(t, y, *params) -> n x n nested list``.
     observables : callable
-        ``observables(y, alpha, w_star, L) -> [L_G4, L_IH, *domain margins]``.
-    domain_labels : tuple of str
-        The conditions ``margin > 0`` in the order of the margins.
+        ``observables(y, *params) -> [*observables, *domain margins]``.
     margins : callable
-        ``margins(y, alpha, w_star, L) -> [domain margins]`` alone (cheap: no
-        attention functions, no square roots, so defined outside the domain too).
+        ``margins(y, *params) -> [domain margins]`` alone (each ``> 0`` inside).
+    state : callable
+        ``state(y, *params) -> [state variables]`` (the coordinate changes undone).
+    coordinates : callable
+        ``coordinates(x, *params) -> [integration coordinates]`` of a state ``x``.
+    coordinate_names, state_names, observable_names, domain_labels : tuple of str
+    coordinate_ranges : tuple of str
+        For each state variable, the values its coordinate can represent.
     """
 
-    closure: str
+    model: str
+    variant: str
     rhs: Callable
     jac: Callable
     observables: Callable
+    margins: Callable
+    state: Callable
+    coordinates: Callable
+    coordinate_names: tuple[str, ...]
+    state_names: tuple[str, ...]
+    observable_names: tuple[str, ...]
     domain_labels: tuple[str, ...]
     key: str
     path: Path
-    margins: Callable | None = None
+    coordinate_ranges: tuple[str, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.coordinate_names)
 
 
 def cache_dir() -> Path:
@@ -95,17 +116,28 @@ def _versions() -> str:
     return f"reduced-odes {__version__}; sympy {_sympy_version()}"
 
 
-def _derivation_key(closure: str) -> str:
-    stamps = tuple((name, *_stat(_PACKAGE_DIR / name)) for name in _SYMBOLIC_SOURCES)
-    return _derivation_key_of(closure, _versions(), CODEGEN_VERSION, stamps)
+def model_sources(model) -> tuple[Path, ...]:
+    """The files whose bytes key a model's derivation: its package, or its lone file."""
+    source = Path(inspect.getfile(type(model))).resolve()
+    if (source.parent / "__init__.py").exists() and source.parent != _PACKAGE_DIR:
+        return tuple(sorted(source.parent.rglob("*.py")))
+    return (source,)
+
+
+def derivation_key(model, variant: str, extra: str = "") -> str:
+    """Hash of what a derivation depends on: model, variant, versions, source bytes."""
+    files = tuple(_PACKAGE_DIR / name for name in _ENGINE_SOURCES) + model_sources(model)
+    stamps = tuple((str(path), *_stat(path)) for path in files)
+    return _derivation_key_of(f"{model.name}|{variant}|{extra}", _versions(), CODEGEN_VERSION,
+                              stamps)
 
 
 @functools.cache
-def _derivation_key_of(closure: str, versions: str, codegen: str, stamps: tuple) -> str:
-    # ``stamps`` (name, file stat) only keys this in-process memo: the hash covers the bytes.
-    digest = hashlib.sha256(f"{closure}|{versions}|{codegen}".encode())
-    for name, *_ in stamps:
-        digest.update((_PACKAGE_DIR / name).read_bytes())
+def _derivation_key_of(name: str, versions: str, codegen: str, stamps: tuple) -> str:
+    # ``stamps`` (path, file stat) only keys this in-process memo: the hash covers the bytes.
+    digest = hashlib.sha256(f"{name}|{versions}|{codegen}".encode())
+    for path, *_ in stamps:
+        digest.update(Path(path).read_bytes())
     return digest.hexdigest()[:24]
 
 
@@ -118,7 +150,7 @@ def _stat(path: Path) -> tuple[int, ...]:
     return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -150,56 +182,95 @@ def _load_module(path: Path):
         return None
 
 
-def _system_from_module(closure: str, module, path: Path) -> CompiledSystem:
-    return CompiledSystem(closure, module.rhs, module.jac, module.observables,
-                          tuple(module.DOMAIN_LABELS), module.KEY, path, module.margins)
+_atomic_write = atomic_write
 
 
-def _generate(flow) -> tuple[str, str]:
+def _system_from_module(module, path: Path) -> CompiledSystem:
+    return CompiledSystem(module.MODEL, module.VARIANT, module.rhs, module.jac,
+                          module.observables, module.margins, module.state, module.coordinates,
+                          tuple(module.COORDINATES), tuple(module.STATE),
+                          tuple(module.OBSERVABLES), tuple(module.DOMAIN_LABELS), module.KEY, path,
+                          tuple(module.COORDINATE_RANGES))
+
+
+def _generate(model_name: str, variant: str, derivation) -> tuple[str, str]:
     """Generated module body and its expression key."""
     import sympy as sp
 
-    from ._flow import LOG_STATE
-    from ._kernels import FUSED_KERNELS
-    from ._model import ALPHA, W_KQ, WSTAR
-    from ._positions import SEQ_LEN
-
-    log_subs = {W_KQ: sp.exp(LOG_STATE[3])}
-    margins = [sp.sympify(c.lhs - c.rhs).subs(log_subs) for c in flow.domain]
-    observables = [flow.losses.four_gram, flow.losses.induction]
-    observables = [sp.sympify(e).subs(log_subs) for e in observables] + margins
-    jacobian = list(flow.log_jacobian)
-    key_material = sp.srepr([list(flow.log_rhs), jacobian, observables]) + _versions()
+    d = derivation
+    margins = [d.in_coordinates(sp.sympify(c.lhs - c.rhs)) for c in d.domain]
+    observables = [d.in_coordinates(e) for e in d.observables.values()] + margins
+    jacobian = list(d.jacobian)
+    forward = [_forward(d, i) for i in range(len(d.state))]
+    key_material = sp.srepr([list(d.coordinate_rhs), jacobian, observables, list(d.to_state),
+                             forward]) + _versions()
     key = hashlib.sha256((key_material + CODEGEN_VERSION).encode()).hexdigest()[:24]
 
-    state = ", ".join(str(s) for s in LOG_STATE)
-    params = ", ".join(str(s) for s in (ALPHA, WSTAR, SEQ_LEN))
-    unpack = f"{state} = y.tolist() if hasattr(y, 'tolist') else y"
+    printer = _printer()
+    coords = ", ".join(printer.doprint(s) for s in d.coordinates)
+    states = ", ".join(printer.doprint(s) for s in d.state)
+    params = ", ".join(["", *(printer.doprint(s) for s in d.parameters)]) if d.parameters else ""
+    trailing = "," if len(d.coordinates) == 1 else ""
+    unpack_y = f"{coords}{trailing} = y.tolist() if hasattr(y, 'tolist') else y"
+    unpack_x = f"{states}{trailing} = x.tolist() if hasattr(x, 'tolist') else x"
+    n = len(d.coordinates)
+    kernels = d.kernels
     functions = [
-        _function_source("rhs", f"t, y, {params}", unpack, list(flow.log_rhs)),
-        _function_source("jac", f"t, y, {params}", unpack, jacobian, columns=4),
-        _function_source("observables", f"y, {params}", unpack, observables),
-        _function_source("margins", f"y, {params}", unpack, margins),
+        _function_source("rhs", f"t, y{params}", unpack_y, list(d.coordinate_rhs), kernels),
+        _function_source("jac", f"t, y{params}", unpack_y, jacobian, kernels, columns=n),
+        _function_source("observables", f"y{params}", unpack_y, observables, kernels),
+        _function_source("margins", f"y{params}", unpack_y, margins, kernels),
+        _function_source("state", f"y{params}", unpack_y, list(d.to_state), kernels),
+        _function_source("coordinates", f"x{params}", unpack_x, forward, kernels),
     ]
-    labels = [f"{sp.sstr(c.lhs - c.rhs)} > 0" for c in flow.domain]
+    labels = [f"{sp.sstr(c.lhs - c.rhs)} > 0" for c in d.domain]
+    imports = []
+    if kernels:
+        from importlib import import_module
+
+        imports.append(f"from {kernels} import "
+                       f"{', '.join(import_module(kernels).FUSED_KERNELS)}")
     body = "\n".join([
-        f'"""Generated by reduced-odes {__version__} for closure {flow.closure!r}. Do not edit."""',
+        f'"""Generated by reduced-odes {__version__} for model {model_name!r}, variant '
+        f'{variant!r}. Do not edit."""',
         "import math",
-        f"from reduced_odes._kernels import {', '.join(FUSED_KERNELS)}",
+        *imports,
         f"KEY = {key!r}",
+        f"MODEL = {model_name!r}",
+        f"VARIANT = {variant!r}",
+        f"COORDINATES = {list(d.coordinate_names)!r}",
+        f"STATE = {list(d.state_names)!r}",
+        f"OBSERVABLES = {list(d.observables)!r}",
         f"DOMAIN_LABELS = {labels!r}",
+        f"COORDINATE_RANGES = {list(d.coordinate_ranges)!r}",
         *functions,
     ]) + "\n"
     return body, key
 
 
-def _function_source(name: str, signature: str, unpack: str, exprs: Sequence,
-                     columns: int | None = None) -> str:
+def _forward(derivation, i: int):
+    """Coordinate ``i`` as a function of the state (the inverse of ``to_state[i]``)."""
+    import sympy as sp
+
+    coordinate, state = derivation.coordinates[i], derivation.state[i]
+    if coordinate == state:
+        return state
+    solutions = [s for s in sp.solve(sp.Eq(derivation.to_state[i], state), coordinate)
+                 if sp.simplify(derivation.to_state[i].subs(coordinate, s) - state) == 0]
+    if not solutions:
+        from ._contract import DerivationError
+
+        raise DerivationError("coordinate change",
+                              f"cannot invert {state} = {derivation.to_state[i]}")
+    return solutions[0]
+
+
+def _printer():
     import sympy as sp
     from sympy.printing.pycode import PythonCodePrinter
 
     class _Printer(PythonCodePrinter):
-        def _print_Function(self, expr):  # stable special functions by their class name
+        def _print_Function(self, expr):  # special functions by their class name
             args = ", ".join(self._print(a) for a in expr.args)
             return f"{type(expr).__name__}({args})"
 
@@ -211,8 +282,16 @@ def _function_source(name: str, signature: str, unpack: str, exprs: Sequence,
                 return f"math.pow({self._print(expr.base)}, {float(exponent)!r})"
             return super()._print_Pow(expr, rational=rational)
 
-    printer = _Printer({"standard": "python3"})
-    kernel_lines, exprs = _fuse_attention_calls(list(exprs), printer)
+    return _Printer({"standard": "python3"})
+
+
+def _function_source(name: str, signature: str, unpack: str, exprs: Sequence,
+                     kernels: str | None, columns: int | None = None) -> str:
+    import sympy as sp
+
+    printer = _printer()
+    kernel_lines, exprs = ([], list(exprs)) if not kernels else _fuse_kernel_calls(
+        list(exprs), printer, kernels)
     # A flat list: SymPy skips CSE inside nested lists.
     replacements, reduced = sp.cse(list(exprs), symbols=sp.numbered_symbols("_c"))
     lines = [f"\ndef {name}({signature}):", f"    {unpack}", *kernel_lines]
@@ -226,15 +305,18 @@ def _function_source(name: str, signature: str, unpack: str, exprs: Sequence,
     return "\n".join(lines)
 
 
-def _fuse_attention_calls(exprs: list, printer) -> tuple[list[str], list]:
-    """Replace the attention functions of each argument pair by the outputs of one fused
-    kernel call (the cheapest of ``FUSED_KERNELS`` that provides all of them).
+def _fuse_kernel_calls(exprs: list, printer, kernels: str) -> tuple[list[str], list]:
+    """Replace the special functions of each argument tuple by the outputs of one fused
+    kernel call (the cheapest of the module's ``FUSED_KERNELS`` that provides all of them).
 
     Returns the kernel-call lines and the expressions in the new symbols.
     """
+    from importlib import import_module
+
     import sympy as sp
 
-    from ._kernels import FUSED_KERNELS, NUMERIC_IMPLEMENTATIONS
+    module = import_module(kernels)
+    FUSED_KERNELS, NUMERIC_IMPLEMENTATIONS = module.FUSED_KERNELS, module.NUMERIC_IMPLEMENTATIONS
 
     calls: dict[tuple, dict[str, sp.Basic]] = {}
     for expr in exprs:
@@ -258,30 +340,50 @@ def _fuse_attention_calls(exprs: list, printer) -> tuple[list[str], list]:
     return lines, [sp.sympify(e).xreplace(subs) for e in exprs]
 
 
-#: In-process memo: (closure, directory) -> (index stamp, module stamp, system).
-_LOADED: dict[tuple[str, str], tuple[tuple, tuple, CompiledSystem]] = {}
+#: In-process memo: (model, variant, index path) -> (index stamp, module stamp, system).
+_LOADED: dict[tuple[str, str, str], tuple[tuple, tuple, CompiledSystem]] = {}
 
 
-def load_system(closure: str, *, directory: Path | None = None) -> CompiledSystem:
-    """The compiled flow of ``closure``: from the cache, or derived and compiled now.
+def _derive(model, variant: str):
+    """``model.derive(variant)``; any failure becomes a DerivationError naming the step."""
+    from ._contract import DerivationError
+
+    try:
+        return model.derive(variant)
+    except DerivationError:
+        raise
+    except Exception as exc:  # a user's declaration: report which step, never a traceback
+        raise DerivationError(f"{model.name}.derive({variant!r})",
+                              f"{type(exc).__name__}: {exc}") from exc
+
+
+def load_system(model, variant: str | None = None, *,
+                directory: Path | None = None) -> CompiledSystem:
+    """The compiled flow of ``model``'s ``variant``: from the cache, or derived and compiled now.
 
     Parameters
     ----------
-    closure : {"linear", "meanfield"}
-        Softmax closure.
+    model : Model or str
+        A model, or its registered name / ``path.py:OBJECT`` reference.
+    variant : str, optional
+        One of ``model.variants`` (default: the first).
     directory : pathlib.Path, optional
         Cache directory (default :func:`cache_dir`).
 
     Examples
     --------
-    >>> system = load_system("linear")
+    >>> system = load_system("induction_head", "linear")
     >>> rates = system.rhs(0.0, [1e-4, 0.0, 1e-4, -18.4], 0.5, 0.3, 200)
-    >>> len(rates)
-    4
+    >>> len(rates), system.coordinate_names
+    (4, ('w_v1', 'p', 'w_v2', 'log_w_kq'))
     """
+    from ._registry import get_model
+
+    model = get_model(model)
+    variant = model.resolve_variant(variant)
     directory = Path(directory) if directory is not None else cache_dir()
-    index = directory / f"index-{_derivation_key(closure)}.json"
-    memo_key = (closure, str(index))
+    index = directory / f"index-{derivation_key(model, variant)}.json"
+    memo_key = (model.name, variant, str(index))
     if memo_key in _LOADED:
         index_stamp, module_stamp, system = _LOADED[memo_key]
         if _stat(index) == index_stamp and _stat(system.path) == module_stamp:
@@ -290,22 +392,50 @@ def load_system(closure: str, *, directory: Path | None = None) -> CompiledSyste
         path = directory / json.loads(index.read_text())["module"]
         module = _load_module(path)
         if module is not None:
-            return _remember(memo_key, index, _system_from_module(closure, module, path))
+            return _remember(memo_key, index, _system_from_module(module, path))
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    from ._flow import derive_flow
-
-    body, key = _generate(derive_flow(closure))
+    body, key = _generate(model.name, variant, _derive(model, variant))
     path = directory / f"system-{key}.py"
-    _atomic_write(path, f"# checksum: {_body_checksum(body)}\n{body}")
-    _atomic_write(index, json.dumps({"module": path.name, "closure": closure,
-                                     "versions": _versions()}))
+    atomic_write(path, f"# checksum: {_body_checksum(body)}\n{body}")
+    atomic_write(index, json.dumps({"module": path.name, "model": model.name,
+                                    "variant": variant, "versions": _versions()}))
     module = _load_module(path)
     if module is None:
         raise RuntimeError(f"generated module {path} failed to load")
-    return _remember(memo_key, index, _system_from_module(closure, module, path))
+    return _remember(memo_key, index, _system_from_module(module, path))
 
 
-def _remember(memo_key: tuple[str, str], index: Path, system: CompiledSystem) -> CompiledSystem:
+def _remember(memo_key: tuple, index: Path, system: CompiledSystem) -> CompiledSystem:
     _LOADED[memo_key] = (_stat(index), _stat(system.path), system)
     return system
+
+
+def cached_symbolic(model, variant: str, name: str, derive: Callable[[], dict]) -> dict:
+    """``derive()`` (a dict of SymPy objects), memoised on disk beside the compiled systems.
+
+    The key covers what :func:`load_system`'s does (model sources, engine,
+    versions), so an edit to the model re-derives.  Values are stored with
+    ``srepr`` and read back with ``sympify`` (matrices and tuples come back as
+    their immutable SymPy forms).
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> cached_symbolic("deep_linear", "default", "doc-example", lambda: {"x": sp.Integer(2)})
+    {'x': 2}
+    """
+    import sympy as sp
+
+    from ._registry import get_model
+
+    model = get_model(model)
+    path = cache_dir() / f"{name}-{derivation_key(model, variant, extra=name)}.json"
+    try:
+        stored = json.loads(path.read_text())
+        return {key: sp.sympify(text) for key, text in stored.items()}
+    except (OSError, ValueError, TypeError, AttributeError, sp.SympifyError):
+        pass
+    values = derive()
+    atomic_write(path, json.dumps({key: sp.srepr(v) for key, v in values.items()}))
+    return values

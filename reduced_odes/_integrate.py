@@ -1,114 +1,146 @@
-"""The one verb: integrate the reduced induction-head flow from t = 0 to phase IV.
+"""The one verb: integrate a model's reduced flow from t = 0 until its state settles.
 
-Two drivers produce the same trajectory, one module each (their shared run
-record, guards and diagnostics are in ``_driver``, the result objects in
+Two drivers produce the same trajectory, one module each (the problem they
+share, guards and diagnostics are in ``_driver``, the result objects in
 ``_trajectory``):
 
 * ``_lsoda``: ``LSODA`` (the default) is stepped directly through SciPy's ``ode`` wrapper of
   ODEPACK's LSODA, one step per call, exactly as ``solve_ivp(method="LSODA")``
-  steps it, but without ``solve_ivp``'s per-step bookkeeping: the events are
+  steps it, but without ``solve_ivp``'s per-step bookkeeping: the stop rule is
   tested on each accepted step in a few float operations and the dense output
   is kept as the raw Nordsieck arrays, evaluated vectorised and only where
-  needed.  With the fused attention kernels of the generated code this made a
-  default run about 3x faster than ``solve_ivp`` with events (benchmarks/bench_solve.py).
+  needed (benchmarks/bench_solve.py).
 * ``_ivp``: ``Radau`` and ``BDF`` go through :func:`scipy.integrate.solve_ivp` with
   terminal events (and so does LSODA if the fast driver is unavailable in the
   installed SciPy).
 
-Evaluations outside the closure's domain (trial states of a large step) return
+Evaluations outside the model's domain (trial states of a large step) return
 NaN to the integrator, which then retries a smaller step; should a non-finite
 state be accepted anyway, the direct driver restarts from its last accepted
 step.  No NaN reaches a trajectory: a run either stays finite and inside the
 domain, or stops with a :class:`DomainError` naming the time, state and
 violated (or nearest) domain condition.
 
-Phase times are first crossings, bracketed by the accepted steps and refined by
-``brentq`` on the dense output (spec section 6).
+Phase times are first crossings (the model's :class:`~reduced_odes.Crossing`
+definitions), bracketed by the accepted steps and refined by ``brentq`` on the
+dense output (:mod:`reduced_odes._crossing`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 import numpy as np
 
 from ._compile import CompiledSystem, load_system
-from ._driver import _root_in_step, _Run, _violated
+from ._contract import Crossing, Model
+from ._crossing import first_index, root_in_step
+from ._driver import Problem, _Run
 from ._ivp import _ivp_run
 from ._lsoda import _FastPathUnavailable, _lsoda_run
-from ._params import ModelParams, ParameterError, PhaseThresholds, SolverConfig, _number
-from ._trajectory import STATE_NAMES, DomainError, SolverStats, Trajectory
+from ._params import ParameterError, Parameters, SolverConfig, _number
+from ._registry import get_model, model_for
+from ._trajectory import DomainError, SolverStats, Trajectory
 
-__all__ = ["STATE_NAMES", "DomainError", "SolverStats", "Trajectory", "solve"]
+__all__ = ["DomainError", "SolverStats", "Trajectory", "solve"]
 
 
-def _initial_state(params: ModelParams, initial, system: CompiledSystem) -> np.ndarray:
-    """``(w_v1, p, w_v2, ln w_kq)`` at t = 0: spec section 4, or ``initial`` if given."""
+def _from_mapping(system: CompiledSystem, initial: Mapping, args) -> list[float]:
+    """Coordinates from ``{name: value}``: each variable by its state or coordinate name."""
+    pairs = list(zip(system.state_names, system.coordinate_names, strict=True))
+    allowed = sorted({n for pair in pairs for n in pair})
+    unknown = sorted(set(initial) - set(allowed))
+    state = []
+    for state_name, coordinate_name in pairs:
+        given = [n for n in {state_name, coordinate_name} if n in initial]
+        if unknown or len(given) != 1:
+            raise ParameterError(f"initial={dict(initial)!r}: needs one value per variable, by "
+                                 f"name ({', '.join(allowed)})"
+                                 f"{f'; unknown: {unknown}' if unknown else ''}")
+        state.append((given[0], _number(f"initial {given[0]}", initial[given[0]],
+                                        "a finite number")))
+    natural = [v if n in system.state_names else math.nan for n, v in state]
+    try:
+        from_state = system.coordinates(natural, *args)
+    except (ValueError, ArithmeticError):
+        from_state = None
+    y = []
+    for i, (name, value) in enumerate(state):
+        if name in system.state_names and system.state_names[i] != system.coordinate_names[i]:
+            if from_state is None or not math.isfinite(from_state[i]):
+                raise ParameterError(f"initial {name}={value!r} is outside the range of its "
+                                     f"coordinate {system.coordinate_names[i]}; allowed: "
+                                     f"{system.coordinate_ranges[i]}")
+            y.append(from_state[i])
+        else:
+            y.append(value)
+    return y
+
+
+def _initial_state(model: Model, params, variant: str, initial, system: CompiledSystem,
+                   args) -> np.ndarray:
+    """The integration coordinates at t = 0: the model's, or ``initial`` if given."""
     if initial is None:
-        y0 = np.array([params.sigma, 0.0, params.sigma, params.log_w_kq0])
+        y0 = np.array(model.initial_state(params, variant), dtype=float)
+    elif isinstance(initial, Mapping):
+        y0 = np.array(_from_mapping(system, initial, args))
+    elif isinstance(initial, Sequence) and not isinstance(initial, str) and (
+            len(initial) == system.size):
+        y0 = np.array(_from_mapping(system, dict(zip(system.state_names, initial,
+                                                     strict=True)), args))
     else:
-        if isinstance(initial, Mapping):
-            unknown = sorted(set(initial) - {*STATE_NAMES, "log_w_kq"})
-            if unknown or not {"w_v1", "p", "w_v2"} <= set(initial) or (
-                    ("w_kq" in initial) == ("log_w_kq" in initial)):
-                raise ParameterError(
-                    f"initial={dict(initial)!r}: needs keys w_v1, p, w_v2 and one of w_kq, "
-                    f"log_w_kq{f' (unknown: {unknown})' if unknown else ''}")
-            values = [initial["w_v1"], initial["p"], initial["w_v2"]]
-            w_kq = initial.get("w_kq")
-            log_w_kq = initial.get("log_w_kq")
-        elif isinstance(initial, Sequence) and len(initial) == 4:
-            values, w_kq, log_w_kq = list(initial[:3]), initial[3], None
-        else:
-            raise ParameterError(f"initial={initial!r} must be a mapping or a sequence "
-                                 f"(w_v1, p, w_v2, w_kq)")
-        numbers = []
-        for name, value in zip(("w_v1", "p", "w_v2"), values, strict=True):
-            numbers.append(_number(f"initial {name}", value, "a finite number"))
-        if log_w_kq is not None:
-            numbers.append(_number("initial log_w_kq", log_w_kq, "a finite number"))
-        else:
-            w = _number("initial w_kq", w_kq, "a finite number > 0 (w_kq = w_k w_q, w_k = w_q)")
-            if not w > 0:
-                raise ParameterError(f"initial w_kq={w!r} must be > 0 (w_kq = w_k w_q with "
-                                     f"w_k = w_q; its flow keeps it > 0)")
-            numbers.append(math.log(w))
-        y0 = np.array(numbers)
-    margins = system.margins(y0, params.alpha, params.wstar, float(params.L))
-    if min(margins) <= 0:
-        raise ParameterError(
-            f"initial state (w_v1, p, w_v2, w_kq) = ({y0[0]:.6g}, {y0[1]:.6g}, {y0[2]:.6g}, "
-            f"{math.exp(y0[3]):.6g}) is outside the domain of closure {system.closure!r}: "
-            f"{_violated(system, y0, params)}; allowed: every condition "
-            f"{', '.join(system.domain_labels)}")
+        raise ParameterError(f"initial={initial!r} must be a mapping or a sequence of the state "
+                             f"({', '.join(system.state_names)})")
+    if system.domain_labels:
+        margins = system.margins(y0, *args)
+        if min(margins) <= 0:
+            worst = int(np.argmin(margins))
+            values = ", ".join(f"{v:.6g}" for v in system.state(y0, *args))
+            raise ParameterError(
+                f"initial state ({', '.join(system.state_names)}) = ({values}) is outside the "
+                f"domain of {model.name} {model.variant_option} {variant!r}: condition "
+                f"{system.domain_labels[worst]} fails (margin {margins[worst]:.3g}); allowed: "
+                f"every condition {', '.join(system.domain_labels)}")
     return y0
 
 
-def solve(params: ModelParams, closure: str = "linear", solver: SolverConfig | None = None,
-          thresholds: PhaseThresholds | None = None, *, initial=None) -> Trajectory:
-    """Integrate the Stage-II gradient flow from initialisation to phase IV.
+def _checked(model: Model, params, solver, thresholds) -> None:
+    if not isinstance(params, model.Params):
+        raise ParameterError(f"params={params!r} must be a {model.Params.__name__}")
+    if not isinstance(solver, SolverConfig):
+        raise ParameterError(f"solver={solver!r} must be a SolverConfig")
+    if thresholds is not None and (model.Thresholds is None
+                                   or not isinstance(thresholds, model.Thresholds)):
+        expected = model.Thresholds.__name__ if model.Thresholds else "None"
+        raise ParameterError(f"thresholds={thresholds!r} must be a {expected}")
+
+
+def solve(params: Parameters, variant: str | None = None, solver: SolverConfig | None = None,
+          thresholds: Parameters | None = None, *, initial=None,
+          model: Model | str | None = None) -> Trajectory:
+    """Integrate a model's reduced gradient flow from initialisation until it settles.
 
     Parameters
     ----------
-    params : ModelParams
-        Model parameters and initialisation scale.
-    closure : {"linear", "meanfield"}
-        Softmax closure.
+    params : Parameters
+        The model's parameters (an instance of ``model.Params``).
+    variant : str, optional
+        One of ``model.variants`` (the induction head's closures, ...); default the first.
     solver : SolverConfig, optional
         Method and tolerances (default LSODA, rtol 1e-10, atol 1e-12).  With
-        ``t_end=None`` the run continues past emergence until ``w_kq`` is
-        within 1e-6 (relative) of ``w_star``, and then as long again; with a
-        ``t_end`` it runs exactly to ``t_end``.
-    thresholds : PhaseThresholds, optional
-        Definitions of the phase times.
+        ``t_end=None`` the run continues until the model's stop rule says every
+        block of the state has settled, and then ``model.tail`` times as long
+        again; with a ``t_end`` it runs exactly to ``t_end``.
+    thresholds : Parameters, optional
+        The model's phase definitions (``model.Thresholds``), if it has any.
     initial : mapping or sequence, optional
-        Initial state instead of the spec's ``w_v1 = w_v2 = sigma, p = 0,
-        w_kq = sigma**2`` (the initialisation is a configurable convention):
-        a sequence ``(w_v1, p, w_v2, w_kq)`` or a mapping with keys ``w_v1,
-        p, w_v2`` and ``w_kq`` or ``log_w_kq`` (for values that underflow).
-        It must lie inside the closure's domain.
+        Initial state instead of the model's: a sequence of the state variables,
+        or a mapping giving each variable by its state name or its coordinate
+        name (e.g. ``log_w_kq`` for a value that underflows).  It must lie
+        inside the model's domain.
+    model : Model or str, optional
+        The model; default: the loaded model whose ``Params`` ``params`` is.
 
     Returns
     -------
@@ -119,92 +151,100 @@ def solve(params: ModelParams, closure: str = "linear", solver: SolverConfig | N
     ParameterError
         Bad input, naming the parameter, its value and the allowed range.
     DomainError
-        The trajectory reached the boundary of the closure's domain (the
-        message gives the time, the violated condition and the state).
+        The trajectory reached the boundary of the model's domain.
 
     Examples
     --------
-    >>> traj = solve(ModelParams(L=200, alpha=0.5, wstar=0.3, sigma=1e-4))
-    >>> traj.phases["T_I"] < traj.phases["T_II"] < traj.phases["T_em"] < traj.phases["T_III"]
+    >>> from reduced_odes.models.deep_linear import DeepLinearParams
+    >>> traj = solve(DeepLinearParams(s=1.0, sigma=1e-3))
+    >>> abs(traj.phases["T_half"] / (math.log(1 / 1e-6 - 1) / 2) - 1) < 1e-8
     True
     """
+    model = model_for(params) if model is None else get_model(model)
     solver = solver or SolverConfig()
-    thresholds = thresholds or PhaseThresholds()
-    if not isinstance(params, ModelParams):
-        raise ParameterError(f"params={params!r} must be a ModelParams")
-    if not isinstance(solver, SolverConfig):
-        raise ParameterError(f"solver={solver!r} must be a SolverConfig")
-    if not isinstance(thresholds, PhaseThresholds):
-        raise ParameterError(f"thresholds={thresholds!r} must be a PhaseThresholds")
-    params.check_closure(closure)
-    system = load_system(closure)
-    if system.margins is None:  # a hand-made system: margins from its observables
-        observables = system.observables
-        system = replace(system, margins=lambda y, *args: observables(y, *args)[2:])
-    y0 = _initial_state(params, initial, system)
-    t_horizon = 1e3 * params.L / params.alpha**2
+    _checked(model, params, solver, thresholds)
+    variant = model.resolve_variant(variant)
+    model.check(params, variant)
+    if model.supports("integrate"):
+        staged = model.integrate(params, variant, solver, thresholds, initial)
+        if staged is not None:
+            return staged
+    system = load_system(model, variant)
+    args = tuple(float(a) for a in model.parameter_values(params, variant))
+    y0 = _initial_state(model, params, variant, initial, system, args)
+    problem = Problem(system, args, y0, model.settled(params, variant),
+                      float(model.horizon(params, variant)), float(model.tail), solver.t_end,
+                      solver.method, solver.rtol, solver.atol,
+                      f"model {model.name!r} ({model.variant_option} {variant!r})")
     run = None
     if solver.method == "LSODA":
         try:
-            run = _lsoda_run(system, params, closure, solver, y0, t_horizon)
+            run = _lsoda_run(problem)
         except _FastPathUnavailable:
             run = None
     if run is None:
-        run = _ivp_run(system, params, closure, solver, y0, t_horizon)
-    return _assemble(system, params, closure, solver, thresholds, run, y0)
+        run = _ivp_run(problem)
+    return _assemble(model, params, variant, solver, thresholds, problem, run)
 
 
-def _assemble(system, params, closure, solver, thresholds, run: _Run, y0) -> Trajectory:
-    args = (params.alpha, params.wstar, float(params.L))
+def _series_at(system: CompiledSystem, y: np.ndarray, args) -> dict[str, np.ndarray]:
+    """Every named series at the coordinate columns of ``y`` (shape ``(k, m)``)."""
+    columns = y.T.tolist()
+    series = {name: y[i].copy() for i, name in enumerate(system.coordinate_names)}
+    state = np.array([system.state(c, *args) for c in columns]).reshape(len(columns), -1)
+    series.update({name: state[:, i] for i, name in enumerate(system.state_names)})
+    names = system.observable_names
+    if names:
+        values = np.array([system.observables(c, *args)[:len(names)] for c in columns])
+        series.update({name: values[:, i] for i, name in enumerate(names)})
+    return series
+
+
+def _assemble(model, params, variant, solver, thresholds, problem: Problem,
+              run: _Run) -> Trajectory:
+    system, args = problem.system, problem.args
     t_end = float(run.steps[-1])
     t = np.concatenate([[0.0], np.geomspace(min(1e-3, t_end / 10), t_end, solver.n_output)])
     y = run.dense(t)
-    y[:, 0] = y0
+    y[:, 0] = problem.y0
     y[:, -1] = run.y_steps[:, -1]  # the last step exactly, not its interpolant
-    observables = system.observables
-    losses = np.array([observables(col, *args)[:2] for col in y.T.tolist()])
-    state = y.T.copy()
-    state[:, 3] = np.exp(y[3])
-    phases = _phase_times(system, run, params, thresholds, args)
+    initial = {k: float(v[0]) for k, v in _series_at(system, problem.y0[:, None], args).items()}
+    crossings = model.phases(params, variant, initial, thresholds)
+    phases = {c.name: _crossing_time(system, run, args, c) for c in crossings}
     stats = SolverStats(solver.method, solver.rtol, solver.atol, nfev=run.nfev, njev=run.njev,
                         nlu=run.nlu, steps=len(run.steps) - 1)
-    return Trajectory(params, closure, solver, thresholds, t, state, y[3].copy(),
-                      losses[:, 0], losses[:, 1], phases, stats, run.dense, system)
+    return Trajectory(model.name, variant, model.variant_option, params, solver, thresholds, t,
+                      _series_at(system, y, args), phases, stats, run.dense, system)
 
 
-def _phase_times(system, run: _Run, params, thresholds, args) -> dict[str, float]:
+def _evaluator(system: CompiledSystem, args, quantity: str):
+    """``value(y)`` of the series ``quantity`` at coordinates ``y``."""
+    for names, source in ((system.coordinate_names, None), (system.state_names, system.state),
+                          (system.observable_names, system.observables)):
+        if quantity in names:
+            i = names.index(quantity)
+            if source is None:
+                return lambda v: v[i]
+            return lambda v: source(v, *args)[i]
+    raise ParameterError(f"phase quantity {quantity!r} is not a series of {system.model}; "
+                         f"allowed: {', '.join(system.coordinate_names + system.state_names + system.observable_names)}")
+
+
+def _crossing_time(system: CompiledSystem, run: _Run, args, crossing: Crossing) -> float:
+    """First time ``crossing.quantity`` reaches ``crossing.level`` (NaN if it never does)."""
+    value = _evaluator(system, args, crossing.quantity)
+    sign, level = crossing.direction, crossing.level
+
+    def g(v) -> float:
+        return sign * (value(v) - level)
+
     steps, y_steps = run.steps, run.y_steps
-    observables = system.observables
-    g4_level = thresholds.four_gram * observables(y_steps[:, 0], *args)[0]
-
-    def g4_at_step(i: int) -> float:
-        return g4_level - observables(y_steps[:, i], *args)[0]
-
-    # L_G4 is non-increasing along the flow (its (w_v1, p) block is the gradient flow
-    # of L_G4 alone), so the first step at or below the level is found by bisection.
-    lo, hi = 0, len(steps) - 1
-    if g4_at_step(hi) < 0:
-        t_four_gram = math.nan
-    elif g4_at_step(0) >= 0:
-        t_four_gram = float(steps[0])
+    if crossing.quantity in system.coordinate_names:  # a whole row at once
+        i = first_index(sign * (y_steps[system.coordinate_names.index(crossing.quantity)] - level))
     else:
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if g4_at_step(mid) >= 0 else (mid, hi)
-        t_four_gram = _root_in_step(run.segment(lo),
-                                    lambda v: g4_level - observables(v, *args)[0],
-                                    float(steps[lo]), float(steps[hi]))
-    phases = {"T_I": t_four_gram}
-    for name, fraction in (("T_II", thresholds.onset), ("T_em", thresholds.emergence),
-                           ("T_III", thresholds.converged)):
-        level = math.log(fraction * params.wstar)
-        reached = np.flatnonzero(y_steps[3] >= level)
-        if reached.size == 0:
-            phases[name] = math.nan
-        elif reached[0] == 0:
-            phases[name] = float(steps[0])
-        else:
-            i = int(reached[0])
-            phases[name] = _root_in_step(run.segment(i - 1), lambda v, lv=level: v[3] - lv,
-                                         float(steps[i - 1]), float(steps[i]))
-    return phases
+        i = first_index(lambda k: g(y_steps[:, k]), len(steps), monotone=crossing.monotone)
+    if i is None:
+        return math.nan
+    if i == 0:
+        return float(steps[0])
+    return root_in_step(run.segment(i - 1), g, float(steps[i - 1]), float(steps[i]))

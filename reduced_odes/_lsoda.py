@@ -14,17 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._driver import (
-    _EVALUATION_ERRORS,
-    _NEAR_FIXED_POINT,
-    _T_MAX,
-    _TAIL_FACTOR,
-    _describe,
-    _edge_error,
-    _guarded,
-    _root_in_step,
-    _Run,
-)
+from ._crossing import root_in_step
+from ._driver import _EVALUATION_ERRORS, _T_MAX, Problem, _Run
 from ._trajectory import DomainError
 
 #: Step budget of the direct LSODA driver.  A run to phase IV takes 1e3 to 5e3
@@ -75,14 +66,14 @@ class _FastPathUnavailable(Exception):
 _LSODA_MAX_ORDER = 12  # Adams; the stiff BDF branch uses <= 5
 
 
-def _lsoda_run(system, params, closure, solver, y0, t_horizon) -> _Run:
-    """Step LSODA one accepted step at a time until phase IV (see :func:`solve`)."""
+def _lsoda_run(problem: Problem) -> _Run:
+    """Step LSODA one accepted step at a time until the state settles (see :func:`solve`)."""
     from scipy.integrate import ode
 
-    args = (params.alpha, params.wstar, float(params.L))
+    args, y0, settled = problem.args, problem.y0, problem.settled
     n = y0.size
-    r = ode(*_guarded(system))
-    r.set_integrator("lsoda", rtol=solver.rtol, atol=solver.atol, nsteps=10**6)
+    r = ode(*problem.guarded())
+    r.set_integrator("lsoda", rtol=problem.rtol, atol=problem.atol, nsteps=10**6)
     r.set_initial_value(y0.copy(), 0.0)  # LSODA overwrites its state array in place
     try:
         integrator = r._integrator
@@ -93,12 +84,12 @@ def _lsoda_run(system, params, closure, solver, y0, t_horizon) -> _Run:
     except AttributeError:
         raise _FastPathUnavailable from None
     call_args[2] = 5  # itask 5: one step, never past tcrit = rwork[0]
-    fixed_end = solver.t_end is not None
-    t_out = solver.t_end if fixed_end else t_horizon
+    fixed_end = problem.t_end is not None
+    t_out = problem.t_end if fixed_end else problem.horizon
     rwork[0] = t_out
-    target, margins, edge_free = math.log(params.wstar), system.margins, True
-    inside = abs(y0[3] - target) <= _NEAR_FIXED_POINT
-    if inside and not fixed_end:  # started at the fixed point: run to the first horizon
+    margins, edge_free = problem.system.margins, bool(problem.system.domain_labels)
+    inside = settled(y0) <= 0
+    if inside and not fixed_end:  # started settled: run to the first horizon
         fixed_end = True
     ts, records, orders = [0.0], [], []
     restarts, spent = 0, [0, 0]  # restarts so far; (nfev, njev) of the runs before them
@@ -114,7 +105,7 @@ def _lsoda_run(system, params, closure, solver, y0, t_horizon) -> _Run:
             except _EVALUATION_ERRORS as exc:
                 failure = f"{type(exc).__name__}: {exc}"
             if failure is None:
-                total = y[0] + y[1] + y[2] + y[3]
+                total = sum(y.tolist())
                 if total - total != 0:  # nan or inf: a trial outside the domain leaked in
                     failure = "non-finite state"
             if failure is not None:
@@ -123,7 +114,7 @@ def _lsoda_run(system, params, closure, solver, y0, t_horizon) -> _Run:
                 if restarts == _MAX_RESTARTS:
                     raise DomainError(
                         f"LSODA stopped after the step to t={ts[-1]:.6g}: {failure} (after "
-                        f"{restarts} restarts); last accepted {_describe(system, good, params)}")
+                        f"{restarts} restarts); last accepted {problem.describe(good)}")
                 restarts += 1
                 spent[0] += int(iwork[11])
                 spent[1] += int(iwork[12])
@@ -133,11 +124,10 @@ def _lsoda_run(system, params, closure, solver, y0, t_horizon) -> _Run:
                 continue
             if len(ts) > _MAX_STEPS:
                 raise DomainError(f"LSODA stopped at t={t:.6g}: more than {_MAX_STEPS} steps; "
-                                  f"{_describe(system, y, params)}")
+                                  f"{problem.describe(y)}")
             ts.append(t)
             records.append(rwork[10:size].copy())  # (hu, h), 8 unused, Nordsieck array
             orders.append(iwork[13:15].tolist())  # (nqu, nq)
-            ell = y[3]
             if edge_free and min(margins(y, *args)) <= 0:
                 edge_free = False
                 break
@@ -145,14 +135,13 @@ def _lsoda_run(system, params, closure, solver, y0, t_horizon) -> _Run:
                 if t >= t_out:
                     break
                 continue
-            near = abs(ell - target) <= _NEAR_FIXED_POINT
+            near = settled(y) <= 0
             if near and not inside:
-                # First entry into the band: t_end = (1 + tail) * (the entry time).
+                # First entry into the final regime: t_end = (1 + tail) * (the entry time).
                 dense = _nordsieck(ts, records, orders, n)
-                t_conv = _root_in_step(dense.segment(len(ts) - 2),
-                                       lambda v: abs(v[3] - target) - _NEAR_FIXED_POINT,
-                                       ts[-2], ts[-1])
-                fixed_end, t_out = True, max(t_conv * (1 + _TAIL_FACTOR), t)
+                t_conv = root_in_step(dense.segment(len(ts) - 2), lambda v: -settled(v),
+                                      ts[-2], ts[-1])
+                fixed_end, t_out = True, max(t_conv * (1 + problem.tail), t)
                 rwork[0] = t_out
                 if t >= t_out:
                     break
@@ -160,15 +149,15 @@ def _lsoda_run(system, params, closure, solver, y0, t_horizon) -> _Run:
             inside = inside and near
             if t >= t_out:
                 if t_out >= _T_MAX:
-                    raise DomainError(f"no emergence before t={_T_MAX:g}")
+                    raise DomainError(f"{problem.label} did not settle before t={_T_MAX:g}; "
+                                      f"{problem.describe(y)}")
                 t_out = min(4 * t_out, _T_MAX)
                 rwork[0] = t_out
     dense = _nordsieck(ts, records, orders, n)
-    if not edge_free:
-        k = len(ts) - 2
-        segment = dense.segment(k)
-        t_edge = _root_in_step(segment, lambda v: -min(margins(v, *args)), ts[-2], ts[-1])
-        raise _edge_error(system, closure, params, t_edge, segment(t_edge))
+    if problem.system.domain_labels and not edge_free:
+        segment = dense.segment(len(ts) - 2)
+        t_edge = root_in_step(segment, lambda v: -min(margins(v, *args)), ts[-2], ts[-1])
+        raise problem.edge_error(t_edge, segment(t_edge))
     y_steps = np.concatenate((y0[:, None], dense.yh[:, :, 0].T), axis=1)
     return _Run(dense, dense.ts, y_steps, dense.segment, nfev=spent[0] + int(iwork[11]),
                 njev=spent[1] + int(iwork[12]), nlu=spent[1] + int(iwork[12]))

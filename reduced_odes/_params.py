@@ -1,148 +1,195 @@
-"""Configuration nouns: model parameters, solver settings, phase thresholds.
+"""The one validation layer: parameter declarations, their ranges, and solver settings.
 
-Every check raises :class:`ParameterError` naming the parameter, its value and
-the allowed range (spec section 7).
+A model's parameters are a frozen dataclass deriving from :class:`Parameters`
+whose fields are declared with :func:`parameter`: a default, a range and a
+help text.  The range both validates the value (raising
+:class:`ParameterError` naming the parameter, its value and the allowed
+range) and documents it (the CLI help shows it).  Every check in the package
+goes through the functions of this module.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 __all__ = [
-    "CLOSURE_WSTAR_LIMITS",
     "METHODS",
-    "ModelParams",
     "ParameterError",
-    "PhaseThresholds",
+    "Parameters",
+    "Range",
     "SolverConfig",
+    "choice",
+    "flag",
+    "integer",
+    "interval",
+    "parameter",
+    "positive",
 ]
 
-#: Supremum of w_star inside each closure's domain. From the derived domains
-#: (``1 - 4 w*^2 > 0`` for linear, ``1 - 2 w*^2 > 0`` for meanfield); a test
-#: re-derives them and compares.
-CLOSURE_WSTAR_LIMITS = {"linear": 0.5, "meanfield": math.sqrt(0.5)}
 METHODS = ("LSODA", "Radau", "BDF")
 
 
 class ParameterError(ValueError):
-    """An input outside its allowed range."""
+    """An input outside its allowed range; the message names it, its value and the range."""
 
 
 def _number(name: str, value, allowed: str) -> float:
     """``value`` as a finite float, or a ParameterError naming ``name`` and ``allowed``."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or isinstance(value, str):
         raise ParameterError(f"{name}={value!r} is not a number; allowed: {allowed}")
     if not isinstance(value, int | float):
         try:
             value = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ParameterError(f"{name}={value!r} is not a number; allowed: {allowed}") from None
+    try:
+        value = float(value)
+    except OverflowError:
+        raise ParameterError(f"{name}={value!r} is not finite; allowed: {allowed}") from None
     if not math.isfinite(value):
         raise ParameterError(f"{name}={value!r} is not finite; allowed: {allowed}")
-    return float(value)
-
-
-def _open_interval(name: str, value, lo: float, hi: float) -> float:
-    allowed = f"the open interval ({lo:g}, {hi:g})"
-    value = _number(name, value, allowed)
-    if not lo < value < hi:
-        raise ParameterError(f"{name}={value!r} is outside {allowed}")
-    return value
-
-
-def _positive(name: str, value) -> float:
-    value = _number(name, value, "a finite number > 0")
-    if value <= 0:
-        raise ParameterError(f"{name}={value!r} must be > 0 (a finite number > 0)")
     return value
 
 
 @dataclass(frozen=True)
-class ModelParams:
-    """Parameters of the induction-head model and its initialisation.
+class Range:
+    """An allowed range: ``check(name, value)`` returns the value normalised, or raises.
 
-    Parameters
-    ----------
-    L : int
-        Sequence length, an integer >= 4.
-    alpha : float
-        Weight of the 4-gram component, in (0, 1).
-    wstar : float
-        Target query-key weight, > 0 and inside the closure's domain.
-    sigma : float
-        Initialisation scale: w_v1 = w_v2 = w_k = w_q = sigma, p = 0.
+    Build one with :func:`interval`, :func:`positive`, :func:`integer`,
+    :func:`choice` or :func:`flag`; ``text`` is what error messages and the CLI
+    help show.
+    """
+
+    text: str
+    kind: str  # "real", "integer", "choice" or "flag"
+    lo: float = -math.inf
+    hi: float = math.inf
+    lo_open: bool = True
+    hi_open: bool = True
+    options: tuple = ()
+
+    def check(self, name: str, value):
+        if self.kind == "flag":
+            if not isinstance(value, bool):
+                raise ParameterError(f"{name}={value!r} must be true or false")
+            return value
+        if self.kind == "choice":
+            if value not in self.options:
+                raise ParameterError(f"{name}={value!r}; allowed: {', '.join(map(str, self.options))}")
+            return value
+        number = _number(name, value, self.text)
+        if self.kind == "integer" and number != int(number):
+            raise ParameterError(f"{name}={value!r} must be {self.text}")
+        below = number <= self.lo if self.lo_open else number < self.lo
+        above = number >= self.hi if self.hi_open else number > self.hi
+        if below or above:
+            verb = "is outside" if self.text.startswith("the ") else "must be"
+            raise ParameterError(f"{name}={value!r} {verb} {self.text}")
+        return int(number) if self.kind == "integer" else number
+
+
+def interval(lo: float, hi: float, *, closed: str = "") -> Range:
+    """Reals in ``(lo, hi)``; ``closed`` may contain ``"lo"`` and/or ``"hi"``.
 
     Examples
     --------
-    >>> ModelParams(L=200, alpha=0.5, wstar=0.3, sigma=1e-4).w_kq0
-    1e-08
-    >>> ModelParams(alpha=1.5)
+    >>> interval(0, 1).check("alpha", 0.5)
+    0.5
+    >>> interval(0, 1).check("alpha", 1.5)
     Traceback (most recent call last):
     ...
     reduced_odes._params.ParameterError: alpha=1.5 is outside the open interval (0, 1)
     """
+    lo_open, hi_open = "lo" not in closed, "hi" not in closed
+    if lo_open and hi_open:
+        text = f"the open interval ({lo:g}, {hi:g})"
+    else:
+        text = f"the interval {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+    return Range(text, "real", lo, hi, lo_open, hi_open)
 
-    L: int = 200
-    alpha: float = 0.5
-    wstar: float = 0.3
-    sigma: float = 1e-4
 
-    def __post_init__(self):
-        length = _number("L", self.L, "an integer >= 4")
-        if length != int(length) or length < 4:
-            raise ParameterError(f"L={self.L!r} must be an integer >= 4")
-        object.__setattr__(self, "L", int(length))
-        object.__setattr__(self, "alpha", _open_interval("alpha", self.alpha, 0.0, 1.0))
-        object.__setattr__(self, "wstar", _positive("wstar", self.wstar))
-        object.__setattr__(self, "sigma", _positive("sigma", self.sigma))
+def positive(hi: float = math.inf) -> Range:
+    """Finite reals ``> 0`` (and ``< hi`` if given)."""
+    if math.isinf(hi):
+        return Range("a finite number > 0", "real", 0.0)
+    return Range(f"a number in (0, {hi:g})", "real", 0.0, hi)
 
-    @property
-    def w_kq0(self) -> float:
-        """Initial query-key product ``sigma**2`` (may underflow; see ``log_w_kq0``)."""
-        return self.sigma**2
 
-    @property
-    def log_w_kq0(self) -> float:
-        return 2.0 * math.log(self.sigma)
+def integer(lo: int, hi: float = math.inf) -> Range:
+    """Integers ``>= lo`` (and ``<= hi`` if given)."""
+    text = f"an integer >= {lo}" if math.isinf(hi) else f"an integer in [{lo}, {hi:g}]"
+    return Range(text, "integer", lo, hi, lo_open=False, hi_open=False)
 
-    def check_closure(self, closure: str) -> None:
-        """Raise unless ``closure`` is known and ``wstar`` lies in its domain."""
-        if closure not in CLOSURE_WSTAR_LIMITS:
-            raise ParameterError(f"closure={closure!r}; allowed: {sorted(CLOSURE_WSTAR_LIMITS)}")
-        _open_interval(f"wstar (closure {closure})", self.wstar, 0.0,
-                       CLOSURE_WSTAR_LIMITS[closure])
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+def choice(*options) -> Range:
+    """One of ``options``."""
+    return Range(f"one of {', '.join(map(str, options))}", "choice", options=tuple(options))
+
+
+def flag() -> Range:
+    """A boolean."""
+    return Range("true or false", "flag")
+
+
+def parameter(default, allowed: Range, help: str) -> Any:
+    """Declare one field of a :class:`Parameters` dataclass.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Toy(Parameters):
+    ...     s: float = parameter(1.0, positive(1e150), "target singular value")
+    >>> Toy(s=2).s
+    2.0
+    >>> Toy(s=-1)
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: s=-1 must be a number in (0, 1e+150)
+    """
+    return dataclasses.field(default=default, metadata={"allowed": allowed, "help": help})
 
 
 @dataclass(frozen=True)
-class PhaseThresholds:
-    """Fractions defining the phase times (spec section 6 and the `solve --json` schema).
+class Parameters:
+    """Base of every model's parameter dataclass (frozen; fields from :func:`parameter`).
 
-    ``four_gram``: T_I is the first t with L_G4 <= four_gram * L_G4(0);
-    ``onset``, ``emergence``, ``converged``: T_II, T_em, T_III are the first t
-    with w_kq >= that fraction of w_star.  Each must lie in (0, 1).
+    ``__post_init__`` checks every declared field against its range and then
+    calls :meth:`check` for conditions that tie several fields together.
     """
 
-    four_gram: float = 0.01
-    onset: float = 0.1
-    emergence: float = 0.5
-    converged: float = 0.9
-
     def __post_init__(self):
-        for name in ("four_gram", "onset", "emergence", "converged"):
-            object.__setattr__(self, name, _open_interval(f"threshold {name}",
-                                                          getattr(self, name), 0.0, 1.0))
-        if not self.onset < self.emergence < self.converged:
-            raise ParameterError(
-                f"thresholds onset={self.onset}, emergence={self.emergence}, "
-                f"converged={self.converged} must be increasing")
+        for item in dataclasses.fields(self):
+            allowed = item.metadata.get("allowed")
+            if allowed is not None:
+                object.__setattr__(self, item.name, allowed.check(item.name, getattr(self, item.name)))
+        self.check()
+
+    def check(self) -> None:
+        """Conditions across fields; raise :class:`ParameterError`. Default: none."""
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def declared(cls) -> list[dataclasses.Field]:
+        """The fields declared with :func:`parameter`, in order."""
+        return [f for f in dataclasses.fields(cls) if "allowed" in f.metadata]
+
+
+def check_keys(name: str, given: Sequence[str], allowed: Sequence[str]) -> None:
+    """ParameterError if ``given`` has a key outside ``allowed``."""
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ParameterError(f"unknown {name} {unknown}; allowed: {', '.join(allowed)}")
 
 
 @dataclass(frozen=True)
-class SolverConfig:
+class SolverConfig(Parameters):
     """Integrator settings.
 
     Parameters
@@ -150,29 +197,29 @@ class SolverConfig:
     method : {"LSODA", "Radau", "BDF"}
         Stiff SciPy method; LSODA has the lowest per-step overhead.
     rtol, atol : float
-        Tolerances (atol applies to w_v1, p, w_v2 and ln w_kq alike).
+        Tolerances (atol applies to every integration coordinate alike).
     t_end : float or None
-        Final time; ``None`` chooses it so that the run reaches phase IV.
+        Final time; ``None`` lets the model's stop rule choose it.
     n_output : int
         Number of log-spaced output times after t = 0.
+
+    Examples
+    --------
+    >>> SolverConfig(rtol=1e-8).method
+    'LSODA'
     """
 
-    method: str = "LSODA"
-    rtol: float = 1e-10
-    atol: float = 1e-12
-    t_end: float | None = None
-    n_output: int = 400
+    KEYS: ClassVar[tuple[str, ...]] = ("method", "rtol", "atol", "t_end", "n_output")
 
-    def __post_init__(self):
-        if self.method not in METHODS:
-            raise ParameterError(f"method={self.method!r}; allowed: {', '.join(METHODS)}")
-        _open_interval("rtol", self.rtol, 0.0, 1.0)
-        _positive("atol", self.atol)
+    method: str = parameter("LSODA", choice(*METHODS), "stiff solver")
+    rtol: float = parameter(1e-10, interval(0, 1), "relative tolerance")
+    atol: float = parameter(1e-12, positive(), "absolute tolerance")
+    t_end: float | None = None
+    n_output: int = parameter(400, integer(2, 10**7), "number of log-spaced output times")
+
+    def check(self) -> None:
         if self.t_end is not None:
-            _positive("t_end", self.t_end)
-        if not isinstance(self.n_output, int) or self.n_output < 2:
-            raise ParameterError(f"n_output={self.n_output!r} must be an integer >= 2")
+            object.__setattr__(self, "t_end", positive().check("t_end", self.t_end))
 
     def as_dict(self) -> dict:
-        return {"method": self.method, "rtol": self.rtol, "atol": self.atol,
-                "t_end": self.t_end, "n_output": self.n_output}
+        return {key: getattr(self, key) for key in self.KEYS}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._compile import _atomic_write
+from ._compile import atomic_write as _atomic_write
 
 __all__ = ["read_json", "trajectory_record", "write_json"]
 
@@ -33,19 +33,14 @@ def trajectory_record(trajectory) -> dict:
 
     Examples
     --------
-    >>> from reduced_odes import ModelParams, solve
+    >>> from reduced_odes import solve
+    >>> from reduced_odes.models.induction_head import ModelParams
     >>> record = trajectory_record(solve(ModelParams(L=50, sigma=1e-2)))
     >>> sorted(record["series"])[:3]
     ['L_G4', 'L_IH', 'log_w_kq']
     """
     document = trajectory.to_dict()
-    document["series"] = {
-        "t": trajectory.t,
-        "w_v1": trajectory.state[:, 0], "p": trajectory.state[:, 1],
-        "w_v2": trajectory.state[:, 2], "w_kq": trajectory.state[:, 3],
-        "log_w_kq": trajectory.log_w_kq,
-        "L_G4": trajectory.loss_g4, "L_IH": trajectory.loss_ih,
-    }
+    document["series"] = {"t": trajectory.t, **trajectory.series}
     return _clean(document)
 
 

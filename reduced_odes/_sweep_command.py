@@ -1,15 +1,15 @@
-"""``reduced-odes sweep``: :func:`~reduced_odes._integrate.solve` over a TOML grid, resumably.
+"""``reduced-odes sweep``: :func:`~reduced_odes.solve` over a TOML grid, resumably.
 
 Each setting of the grid (see :func:`reduced_odes._sweep.load_grid`) is a table of
 
-* model parameters ``L, alpha, wstar, sigma`` (:class:`~reduced_odes.ModelParams`),
-* ``closure`` (``linear`` or ``meanfield``; default: the ``--closure`` option),
+* the model's parameters (the fields of ``model.Params``),
+* its variant, under the model's variant option (e.g. ``closure``; default: the
+  command's option),
 * solver settings ``method, rtol, atol, t_end, n_output`` (:class:`~reduced_odes.SolverConfig`),
-* phase thresholds ``four_gram, onset, emergence, converged``
-  (:class:`~reduced_odes.PhaseThresholds`).
+* the model's phase thresholds, if it has any (``model.Thresholds``).
 
-Omitted keys take the package defaults.  Every setting is validated before any
-work starts, so a bad grid fails at once with exit status 2 and one line on
+Omitted keys take the defaults.  Every setting is validated before any work
+starts, so a bad grid fails at once with exit status 2 and one line on
 stderr.  Each finished setting appends one JSON line to the results file; a
 rerun skips the settings that already have a result.
 
@@ -25,57 +25,67 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["HELP", "add_arguments", "run", "solve_setting"]
+__all__ = ["HELP", "add_arguments", "allowed_keys", "run", "solve_setting"]
 
 HELP = "solve every setting of a TOML grid, in parallel, resumably (one JSON line each)"
 
-MODEL_KEYS = ("L", "alpha", "wstar", "sigma")
-SOLVER_KEYS = ("method", "rtol", "atol", "t_end", "n_output")
-THRESHOLD_KEYS = ("four_gram", "onset", "emergence", "converged")
-ALLOWED_KEYS = (*MODEL_KEYS, "closure", *SOLVER_KEYS, *THRESHOLD_KEYS)
+
+def _fields(cls) -> list[str]:
+    return [] if cls is None else [f.name for f in cls.declared()]
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def allowed_keys(model) -> list[str]:
+    """The keys a grid setting of ``model`` may have."""
+    from ._params import SolverConfig
+
+    return [*_fields(model.Params), model.variant_option, *SolverConfig.KEYS,
+            *_fields(model.Thresholds)]
+
+
+def add_arguments(parser: argparse.ArgumentParser, model) -> None:
     """Options of ``reduced-odes sweep``."""
     parser.add_argument("--grid", required=True, metavar="FILE.toml",
                         help="TOML file with a [grid] table (lists are crossed) and an optional "
-                             "[fixed] table; keys: " + ", ".join(ALLOWED_KEYS))
+                             "[fixed] table; keys: " + ", ".join(allowed_keys(model)))
     parser.add_argument("--out", default="results.jsonl", metavar="FILE.jsonl",
                         help="results file, appended to; settings already in it are skipped "
                              "(default: results.jsonl)")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="worker processes (default: the number of CPUs)")
-    parser.add_argument("--closure", choices=("linear", "meanfield"), default="linear",
-                        help="closure of the settings that do not name one (default: linear)")
+    parser.add_argument(f"--{model.variant_option}", dest="variant", choices=model.variants,
+                        default=model.variants[0],
+                        help=f"{model.variant_option} of the settings that do not name one "
+                             f"(default: {model.variants[0]})")
     parser.add_argument("--no-progress", dest="progress", action="store_false",
                         help="no progress line on stderr")
 
 
-def _split(setting: dict[str, Any]):
-    """``(params, closure, solver, thresholds)`` of one setting; ParameterError if invalid."""
-    from ._params import ModelParams, ParameterError, PhaseThresholds, SolverConfig
+def _split(model, setting: dict[str, Any]):
+    """``(params, variant, solver, thresholds)`` of one setting; ParameterError if invalid."""
+    from ._params import SolverConfig, check_keys
 
-    unknown = sorted(set(setting) - set(ALLOWED_KEYS))
-    if unknown:
-        raise ParameterError(f"unknown grid key(s) {unknown}; allowed: {', '.join(ALLOWED_KEYS)}")
+    check_keys("grid key(s)", setting, ["model", *allowed_keys(model)])
     pick = {name: {k: setting[k] for k in keys if k in setting}
-            for name, keys in (("model", MODEL_KEYS), ("solver", SOLVER_KEYS),
-                               ("thresholds", THRESHOLD_KEYS))}
-    params = ModelParams(**pick["model"])
-    closure = setting.get("closure", "linear")
-    params.check_closure(closure)
-    return params, closure, SolverConfig(**pick["solver"]), PhaseThresholds(**pick["thresholds"])
+            for name, keys in (("model", _fields(model.Params)), ("solver", SolverConfig.KEYS),
+                               ("thresholds", _fields(model.Thresholds)))}
+    params = model.Params(**pick["model"])
+    variant = model.resolve_variant(setting.get(model.variant_option))
+    model.check(params, variant)
+    thresholds = model.Thresholds(**pick["thresholds"]) if model.Thresholds else None
+    return params, variant, SolverConfig(**pick["solver"]), thresholds
 
 
 def solve_setting(setting: dict[str, Any]) -> dict[str, Any]:
-    """The sweep task: solve one setting and return its ``Trajectory.to_dict()`` document.
+    """The sweep task: solve one setting of ``setting["model"]``; its ``to_dict()`` document.
 
     Module level, so that worker processes (and dask) can pickle it by name.
     """
     from ._integrate import solve
+    from ._registry import get_model
 
-    params, closure, solver, thresholds = _split(setting)
-    return solve(params, closure, solver, thresholds).to_dict()
+    model = get_model(setting.get("model", "induction_head"))
+    params, variant, solver, thresholds = _split(model, setting)
+    return solve(params, variant, solver, thresholds, model=model).to_dict()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,8 +93,10 @@ def run(args: argparse.Namespace) -> int:
     from ._compile import load_system
     from ._params import ParameterError, SolverConfig
     from ._provenance import versions
+    from ._registry import reference
     from ._sweep import load_grid, run_sweep
 
+    model = args.model
     if args.workers is not None and args.workers < 1:
         raise ParameterError(f"workers={args.workers} must be an integer >= 1")
     try:
@@ -93,14 +105,16 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(f"grid={args.grid!r} cannot be read: {exc.strerror}") from None
     except ValueError as exc:  # invalid TOML or the wrong shape; the message names the file
         raise ParameterError(f"grid: {exc}") from None
-    settings = [{"closure": args.closure} | setting for setting in settings]
+    ref = reference(model)
+    settings = [{"model": ref, model.variant_option: args.variant} | setting
+                for setting in settings]
     for setting in settings:
         try:
-            _split(setting)
+            _split(model, setting)
         except ParameterError as exc:
             raise ParameterError(f"{exc} (in grid setting {setting})") from None
-    for closure in sorted({s["closure"] for s in settings}):
-        load_system(closure)  # derive and compile once here, not in every worker
+    for variant in sorted({s[model.variant_option] for s in settings}):
+        load_system(model, variant)  # derive and compile once here, not in every worker
     metadata = {"versions": versions(), "solver_defaults": SolverConfig().as_dict(),
                 "grid": os.path.abspath(args.grid)}
     report = run_sweep(settings, solve_setting, args.out, max_workers=args.workers,

@@ -5,20 +5,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ._compile import CompiledSystem
-from ._params import ModelParams, PhaseThresholds, SolverConfig
+from ._params import Parameters, SolverConfig
 from ._provenance import versions
 
-__all__ = ["STATE_NAMES", "DomainError", "SolverStats", "Trajectory"]
-
-STATE_NAMES = ("w_v1", "p", "w_v2", "w_kq")
+__all__ = ["DomainError", "SolverStats", "Trajectory"]
 
 
 class DomainError(RuntimeError):
-    """A trajectory reached the boundary of its closure's domain."""
+    """A trajectory reached the boundary of its model's domain, or could not be integrated."""
 
 
 @dataclass(frozen=True)
@@ -43,70 +41,82 @@ class Trajectory:
 
     Attributes
     ----------
+    model, variant : str
+        The model's name and variant.
+    params : Parameters
+        The model's parameters.
     t : ndarray, shape (n,)
         Output times: 0, then log-spaced up to the end of the run.
-    state : ndarray, shape (n, 4)
-        Columns ``w_v1, p, w_v2, w_kq``.
-    log_w_kq : ndarray, shape (n,)
-        ``ln w_kq``, the integration coordinate (finite even where w_kq underflows).
-    loss_g4, loss_ih : ndarray, shape (n,)
-        The partial losses along the trajectory.
+    series : dict of str -> ndarray, shape (n,)
+        Every integration coordinate, state variable and observable by name
+        (e.g. ``w_kq``, ``log_w_kq``, ``L_G4``).
     phases : dict
-        ``T_I, T_II, T_em, T_III`` located by root-finding on the dense output.
+        Phase times, located by root-finding on the dense output (NaN: not reached).
     stats : SolverStats
     dense : callable
-        ``dense(t)``: state ``(w_v1, p, w_v2, ln w_kq)`` at ``t`` (shape ``(4,)``
-        for a scalar, ``(4, m)`` for ``m`` times), like SciPy's ``OdeSolution``;
-        ``dense.ts`` are the accepted steps.
+        ``dense(t)``: the integration coordinates at ``t`` (shape ``(k,)`` for a
+        scalar, ``(k, m)`` for ``m`` times), like SciPy's ``OdeSolution``.
     """
 
-    params: ModelParams
-    closure: str
+    model: str
+    variant: str
+    variant_option: str
+    params: Parameters
     solver: SolverConfig
-    thresholds: PhaseThresholds
+    thresholds: Parameters | None
     t: np.ndarray
-    state: np.ndarray
-    log_w_kq: np.ndarray
-    loss_g4: np.ndarray
-    loss_ih: np.ndarray
+    series: dict[str, np.ndarray]
     phases: dict[str, float]
     stats: SolverStats
     dense: Callable = field(repr=False)
-    system: CompiledSystem = field(repr=False)
-
-    def at(self, times) -> np.ndarray:
-        """State ``(w_v1, p, w_v2, ln w_kq)`` at arbitrary times from the dense output."""
-        return self.dense(times)
-
-    def losses_at(self, times) -> tuple[np.ndarray, np.ndarray]:
-        """``(L_G4, L_IH)`` at arbitrary times."""
-        states = np.atleast_2d(self.dense(np.atleast_1d(times)).T)
-        values = np.array([self.system.observables(y, *self._args)[:2] for y in states])
-        return values[:, 0], values[:, 1]
+    system: Any = field(repr=False)
 
     @property
-    def _args(self) -> tuple:
-        return (self.params.alpha, self.params.wstar, float(self.params.L))
+    def state(self) -> np.ndarray:
+        """The state variables as columns, shape ``(n, k)``, in the model's order."""
+        return np.column_stack([self.series[name] for name in self.system.state_names])
+
+    def at(self, times) -> np.ndarray:
+        """Integration coordinates at arbitrary times, from the dense output."""
+        return self.dense(times)
+
+    def observables_at(self, times) -> dict[str, np.ndarray]:
+        """Every observable at arbitrary times, from the dense output."""
+        args = self.system_args
+        states = np.atleast_2d(self.dense(np.atleast_1d(times)).T)
+        names = self.system.observable_names
+        values = np.array([self.system.observables(y, *args)[:len(names)] for y in states])
+        return {name: values[:, i] for i, name in enumerate(names)}
+
+    @property
+    def system_args(self) -> tuple[float, ...]:
+        from ._registry import get_model
+
+        return tuple(get_model(self.model).parameter_values(self.params, self.variant))
 
     @property
     def final(self) -> dict:
-        """State and losses at the end of the run."""
-        final = dict(zip(STATE_NAMES, (float(v) for v in self.state[-1]), strict=True))
-        final.update(t=float(self.t[-1]), log_w_kq=float(self.log_w_kq[-1]),
-                     L_G4=float(self.loss_g4[-1]), L_IH=float(self.loss_ih[-1]))
-        return final
+        """Every series at the end of the run: state, ``t``, coordinates, observables."""
+        names = list(self.system.state_names) + ["t"]
+        names += [n for n in self.system.coordinate_names if n not in names]
+        names += list(self.system.observable_names)
+        return {name: (float(self.t[-1]) if name == "t" else float(self.series[name][-1]))
+                for name in names}
 
     def to_dict(self) -> dict:
         """The stable JSON schema of ``reduced-odes solve --json``."""
-        return {
+        document = {
+            "model": self.model,
             "params": self.params.as_dict(),
-            "closure": self.closure,
+            self.variant_option: self.variant,
             "phases": {k: _json_float(v) for k, v in self.phases.items()},
-            "final": self.final,
+            "final": {k: _json_float(v) for k, v in self.final.items()},
             "solver": {**self.stats.as_dict(), "t_end": float(self.t[-1])},
-            "thresholds": self.thresholds.__dict__,
             "versions": versions(),
         }
+        if self.thresholds is not None:
+            document["thresholds"] = self.thresholds.as_dict()
+        return document
 
 
 def _json_float(value: float) -> float | None:

@@ -1,168 +1,29 @@
-"""Theorem 5.5 checked numerically: sweeps, measurements, and a verdict per claim.
+"""Verify a model's claims on a grid: sweep, measure, and a verdict per claim.
 
-Each setting of a grid is integrated once (through the resumable sweep engine
-of :mod:`reduced_odes._sweep`) and measured; the measurements are then held
-against the predictions of :mod:`reduced_odes._predictions`.  Every claim
-row carries its prediction, the measurement (the worst case over the grid's
-groups), the error, the tolerance and the verdict.
+The model supplies the grid (``verify_settings``), the measurement of one
+setting (``measure``, run in worker processes through the resumable sweep
+engine) and the claims (``claims``: prediction against measurement, each with
+its tolerance).  This module runs them and writes the verdict.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from ._params import CLOSURE_WSTAR_LIMITS, ModelParams, ParameterError, SolverConfig
+from ._params import ParameterError, SolverConfig
 from ._provenance import versions
 
-__all__ = ["GRIDS", "Claim", "VerifyReport", "grid_settings", "measure_setting", "verify"]
-
-#: Grids over (L, sigma, alpha, w*) for each closure.  ``quick`` runs in well under a
-#: minute on two cores; ``default`` is the README's main job; ``full`` spans the claimed
-#: ranges densely (L from 50 to 1e5, sigma from 1e-2 to 1e-12).
-GRIDS: dict[str, dict[str, list]] = {
-    "quick": {"alpha": [0.5], "wstar": [0.3], "L": [50, 200, 1000, 100000],
-              "sigma": [1e-2, 1e-4, 1e-8, 1e-12]},
-    "default": {"alpha": [0.2, 0.5, 0.8], "wstar": [0.1, 0.3, 0.45],
-                "L": [50, 200, 1000, 10000, 100000], "sigma": [1e-2, 1e-4, 1e-6, 1e-8, 1e-12]},
-    "full": {"alpha": [0.2, 0.5, 0.8], "wstar": [0.1, 0.3, 0.45],
-             "L": [50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000],
-             "sigma": [10.0**-k for k in range(2, 13)]},
-}
-CLOSURE_CHOICES = ("linear", "meanfield", "all")
-
-#: Tolerances of the claims of Theorem 5.5 (spec section 6), each with its reason.
-TOLERANCES = {
-    # The O(L) correction to T_em is sigma-independent only asymptotically: 1%.
-    "T_em slope in ln(1/sigma)": 0.01,
-    # (L-2)/L^2 and the O(L) term bend the log-log line by < 3% for L >= 200.
-    "T_em exponent in L": 0.03,
-    # The window is set by the O(1)-in-tau emergence dynamics, not by sigma: 10%.
-    "window spread across sigma": 0.10,
-    # Same O(1/L) bending as the T_em exponent.
-    "window exponent in L": 0.03,
-    # The tail t L_G4 = 1/4 + O(t0/t) is resolved by runs that end at t >> T_I: 1%.
-    "t*L_G4 at end of run": 0.01,
-    # Fit over L_IH/plateau in [1e-10, 1e-6], where the slowest mode dominates: 2%.
-    "L_IH decay rate (phase IV)": 0.02,
-    # The linear escape adds O((1/alpha) ln min(L, 1/sigma)) to the leading 50/alpha^2.
-    "T_I vs leading order": 0.20,
-    "T_I variation across L, sigma": 0.20,
-    "T_em variation across L, sigma": 100.0,
-    # The 4-gram is learned before L_IH has moved from its plateau: L_IH(T_I) >= 0.99 plateau.
-    "L_IH(T_I) / plateau": 0.99,
-    # lambda from the slope of ln w_kq while w_kq < 1e-2 w*: O(w_kq^2) corrections.
-    "plateau rate lambda": 0.01,
-}
-#: Theorem 5.5 assumes small sigma and long L, i.e. a plateau much longer than phase I.
-#: The separation claim L_IH(T_I) >= 0.99 plateau is held where the *predicted*
-#: T_em is at least this multiple of the predicted T_I; settings outside are
-#: reported in an informative row.
-REGIME_SEPARATION = 10.0
-#: Fits of T_em in ln(1/sigma) use sigma <= this, where w_kq(0) << w* (asymptotic regime).
-_SLOPE_SIGMA_MAX = 1e-4
-#: Exponent fits in L use L >= this: below it the O(1/L) corrections bend the log-log line.
-_EXPONENT_L_MIN = 200
-#: Phase-IV fit window for L_IH relative to the plateau level.
-_DECAY_WINDOW = (1e-10, 1e-6)
-
-
-def grid_settings(grid: str | Mapping, closures: Sequence[str]) -> tuple[list[dict], list[dict]]:
-    """Settings of ``grid`` for ``closures``, and the skipped ones with their reasons.
-
-    Examples
-    --------
-    >>> run, skipped = grid_settings("quick", ["linear"])
-    >>> len(run), skipped
-    (16, [])
-    """
-    if isinstance(grid, str):
-        if grid not in GRIDS:
-            raise ParameterError(f"grid={grid!r}; allowed: {', '.join(GRIDS)}")
-        grid = GRIDS[grid]
-    settings, skipped = [], []
-    for closure, alpha, wstar, length, sigma in itertools.product(
-            closures, grid["alpha"], grid["wstar"], grid["L"], grid["sigma"]):
-        setting = {"closure": closure, "alpha": alpha, "wstar": wstar, "L": int(length),
-                   "sigma": float(sigma)}
-        try:
-            ModelParams(L=length, alpha=alpha, wstar=wstar, sigma=sigma).check_closure(closure)
-        except ParameterError as exc:
-            skipped.append({**setting, "reason": str(exc)})
-            continue
-        settings.append(setting)
-    return settings, skipped
-
-
-def _decay_rate(traj, plateau: float) -> float:
-    """Exponential rate of L_IH fitted where L_IH/plateau lies in ``_DECAY_WINDOW``.
-
-    ``plateau`` is L_IH at t = 0, an upper bound of the plateau level that does
-    not depend on the phases being separated.
-    """
-    start = traj.phases["T_III"]
-    times = np.geomspace(start, traj.t[-1], 4000)
-    _, l_ih = traj.losses_at(times)
-    ratio = l_ih / plateau
-    inside = (ratio >= _DECAY_WINDOW[0]) & (ratio <= _DECAY_WINDOW[1])
-    if inside.sum() < 10:
-        return math.nan
-    slope, _ = np.polyfit(times[inside], np.log(l_ih[inside]), 1)
-    return float(-slope)
-
-
-def _plateau_rate(traj, wstar: float) -> float:
-    """Slope of ln w_kq between w_kq = 1e-4 w* and 1e-2 w* (nan if the run starts above)."""
-    log_w = traj.log_w_kq
-    lo, hi = math.log(1e-4 * wstar), math.log(1e-2 * wstar)
-    if log_w[0] > lo:
-        return math.nan
-    t_lo, t_hi = np.interp([lo, hi], log_w, traj.t)
-    return float((hi - lo) / (t_hi - t_lo))
-
-
-def measure_setting(setting: Mapping) -> dict:
-    """Integrate one setting and take every measurement the claims need.
-
-    A module-level function so that process pools can run it.
-
-    Examples
-    --------
-    >>> m = measure_setting({"closure": "linear", "alpha": 0.5, "wstar": 0.3, "L": 200,
-    ...                      "sigma": 1e-4})
-    >>> round(m["t_L_G4_end"], 3)
-    0.25
-    """
-    from ._integrate import solve
-
-    params = ModelParams(L=setting["L"], alpha=setting["alpha"], wstar=setting["wstar"],
-                         sigma=setting["sigma"])
-    traj = solve(params, setting["closure"])
-    phases = traj.phases
-    final = traj.final
-    _, l_ih_at_t1 = traj.losses_at(phases["T_I"])
-    return {
-        "phases": phases,
-        "t_end": final["t"],
-        "t_L_G4_end": final["t"] * final["L_G4"],
-        "L_IH_at_T_I": float(l_ih_at_t1[0]),
-        "L_IH_decay_rate": _decay_rate(traj, float(traj.loss_ih[0])),
-        "plateau_rate": _plateau_rate(traj, params.wstar),
-        "final": final,
-        "solver": traj.stats.as_dict(),
-    }
+__all__ = ["Claim", "VerifyReport", "informative", "measure_task", "verify", "worst"]
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One row of the verdict table."""
+    """One row of the verdict table: a prediction, its measurement, and whether they agree."""
 
     name: str
     predicted: float
@@ -178,15 +39,49 @@ class Claim:
                 for k, v in asdict(self).items()}
 
 
+def informative(claim: Claim) -> Claim:
+    """The same row, reported but not counted in the verdict."""
+    return Claim(claim.name, claim.predicted, claim.measured, claim.error, claim.tolerance,
+                 claim.passed, claim.detail, informative=True)
+
+
+def worst(name: str, rows: Sequence[tuple[float, float, float, str]], tolerance: float,
+          variant: str = "") -> Claim:
+    """Claim from per-group ``(predicted, measured, error, label)`` rows: the largest error.
+
+    Near-ties keep the first row of the largest error in the given (grid) order.
+
+    Examples
+    --------
+    >>> worst("slope", [(1.0, 1.01, 0.01, "a"), (1.0, 1.03, 0.03, "b")], 0.05).measured
+    1.03
+    """
+    rows = [r for r in rows if math.isfinite(r[2])]
+    label = f"{name} [{variant}]" if variant else name
+    if not rows:
+        return Claim(label, math.nan, math.nan, math.nan, tolerance, False, "no data")
+    predicted, measured, error, where = max(rows, key=lambda r: r[2])
+    return Claim(label, predicted, measured, error, tolerance, error <= tolerance,
+                 f"worst of {len(rows)}: {where}")
+
+
+def _fmt(value) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    return f"{value:.4g}"
+
+
 @dataclass
 class VerifyReport:
-    """Claims per closure, raw records, skipped settings and the output files."""
+    """Claims, raw records, skipped settings and the output files of one verification."""
 
+    model: str
     grid: str
     claims: list[Claim]
     records: list[dict]
     skipped: list[dict]
     files: dict[str, str] = field(default_factory=dict)
+    metadata: dict = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -197,171 +92,43 @@ class VerifyReport:
         rows = ["| claim | predicted | measured | error | tolerance | verdict |",
                 "|---|---|---|---|---|---|"]
         for c in self.claims:
+            word = "PASS" if c.passed else "FAIL"
+            verdict = f"({word.lower()}, info)" if c.informative else word
             rows.append(f"| {c.name} | {_fmt(c.predicted)} | {_fmt(c.measured)} | "
-                        f"{_fmt(c.error)} | {_fmt(c.tolerance)} | {_verdict(c)} |")
+                        f"{_fmt(c.error)} | {_fmt(c.tolerance)} | {verdict} |")
         return "\n".join(rows)
 
     def as_dict(self) -> dict:
-        return {"grid": self.grid, "grid_values": GRIDS.get(self.grid), "passed": self.passed,
-                "claims": [c.as_dict() for c in self.claims], "tolerances": TOLERANCES,
-                "regime_separation": REGIME_SEPARATION, "skipped": self.skipped,
-                "files": self.files, "solver": SolverConfig().as_dict(),
-                "versions": versions()}
+        return {"model": self.model, "grid": self.grid, "passed": self.passed,
+                "claims": [c.as_dict() for c in self.claims], **self.metadata,
+                "skipped": self.skipped, "files": self.files,
+                "solver": SolverConfig().as_dict(), "versions": versions()}
 
 
-def _verdict(claim: Claim) -> str:
-    word = "PASS" if claim.passed else "FAIL"
-    return f"({word.lower()}, info)" if claim.informative else word
+def measure_task(setting: Mapping) -> dict:
+    """The sweep task of :func:`verify`: ``setting["model"]``'s ``measure`` of the rest.
+
+    Module level, so that worker processes (and dask) can pickle it by name.
+    """
+    from ._registry import get_model
+
+    setting = dict(setting)
+    return get_model(setting.pop("model")).measure(setting)
 
 
-def _fmt(value: float) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
-    return f"{value:.4g}"
-
-
-def _group(records: Iterable[dict], keys: Sequence[str]) -> dict[tuple, list[dict]]:
-    groups = defaultdict(list)
-    for r in records:
-        groups[tuple(r["setting"][k] for k in keys)].append(r)
-    return groups
-
-
-def _worst(name: str, rows: list[tuple[float, float, float, str]], tolerance: float,
-           closure: str = "") -> Claim:
-    """Claim from per-group (predicted, measured, error, label) rows: the largest error."""
-    rows = [r for r in rows if math.isfinite(r[2])]
-    label = f"{name} [{closure}]" if closure else name
-    if not rows:
-        return Claim(label, math.nan, math.nan, math.nan, tolerance, False, "no data")
-    predicted, measured, error, where = max(rows, key=lambda r: r[2])
-    return Claim(label, predicted, measured, error, tolerance, error <= tolerance,
-                 f"worst of {len(rows)}: {where}")
-
-
-def _fit_slope(x, y) -> float:
-    return float(np.polyfit(np.asarray(x, float), np.asarray(y, float), 1)[0])
-
-
-def evaluate_claims(records: list[dict], closure: str) -> list[Claim]:
-    """The claims of one closure from its measured records."""
-    from ._predictions import derive_predictions
-
-    pred = derive_predictions(closure)
-    mine = [r for r in records if r["setting"]["closure"] == closure]
-    for r in mine:
-        s = r["setting"]
-        r["predicted"] = pred.evaluate(s["alpha"], s["wstar"], s["L"], s["sigma"])
-    claims = []
-
-    slope_rows, exponent_rows, spread_rows, window_rows = [], [], [], []
-    for (alpha, wstar, length), rs in _group(mine, ("alpha", "wstar", "L")).items():
-        asym = [r for r in rs if r["setting"]["sigma"] <= _SLOPE_SIGMA_MAX]
-        if len(asym) >= 2:
-            slope = _fit_slope([-math.log(r["setting"]["sigma"]) for r in asym],
-                               [r["result"]["phases"]["T_em"] for r in asym])
-            expected = asym[0]["predicted"]["T_em_slope"]
-            slope_rows.append((expected, slope, abs(slope / expected - 1),
-                               f"alpha={alpha}, w*={wstar}, L={length}"))
-        windows = [r["result"]["phases"]["T_III"] - r["result"]["phases"]["T_II"] for r in rs]
-        if len(windows) >= 2:
-            spread = (max(windows) - min(windows)) / float(np.mean(windows))
-            spread_rows.append((0.0, spread, spread, f"alpha={alpha}, w*={wstar}, L={length}"))
-    for (alpha, wstar, sigma), rs in _group(mine, ("alpha", "wstar", "sigma")).items():
-        big = sorted((r for r in rs if r["setting"]["L"] >= _EXPONENT_L_MIN),
-                     key=lambda r: r["setting"]["L"])
-        if len(big) >= 2:
-            logs = [math.log(r["setting"]["L"]) for r in big]
-            t_em = _fit_slope(logs, [math.log(r["result"]["phases"]["T_em"]) for r in big])
-            window = _fit_slope(logs, [math.log(r["result"]["phases"]["T_III"]
-                                                - r["result"]["phases"]["T_II"]) for r in big])
-            where = f"alpha={alpha}, w*={wstar}, sigma={sigma:g}"
-            exponent_rows.append((1.0, t_em, abs(t_em - 1), where))
-            window_rows.append((1.0, window, abs(window - 1), where))
-    claims += [
-        _worst("T_em slope in ln(1/sigma)", slope_rows,
-               TOLERANCES["T_em slope in ln(1/sigma)"], closure=closure),
-        _worst("T_em exponent in L", exponent_rows, TOLERANCES["T_em exponent in L"],
-               closure=closure),
-        _worst("window spread across sigma", spread_rows,
-               TOLERANCES["window spread across sigma"], closure=closure),
-        _worst("window exponent in L", window_rows, TOLERANCES["window exponent in L"],
-               closure=closure),
-    ]
-
-    def per_run(name, predicted_key, measured_fn, tolerance_key=None):
-        rows = []
-        for r in mine:
-            predicted = r["predicted"][predicted_key]
-            measured = measured_fn(r)
-            s = r["setting"]
-            rows.append((predicted, measured, abs(measured / predicted - 1),
-                         f"alpha={s['alpha']}, w*={s['wstar']}, L={s['L']}, "
-                         f"sigma={s['sigma']:g}"))
-        return _worst(name, rows, TOLERANCES[tolerance_key or name], closure=closure)
-
-    claims.append(per_run("t*L_G4 at end of run", "tail_t_L_G4",
-                          lambda r: r["result"]["t_L_G4_end"]))
-    claims.append(per_run("L_IH decay rate (phase IV)", "L_IH_decay_rate",
-                          lambda r: r["result"]["L_IH_decay_rate"]))
-    claims.append(per_run("T_I vs leading order", "T_I_leading",
-                          lambda r: r["result"]["phases"]["T_I"]))
-    corrected = per_run("T_I vs leading + escape", "T_I_corrected",
-                        lambda r: r["result"]["phases"]["T_I"], "T_I vs leading order")
-    claims.append(_informative(corrected))
-    claims.append(per_run("plateau rate lambda", "lambda", lambda r: r["result"]["plateau_rate"]))
-
-    variation_rows, em_rows, plateau_rows = [], [], []
-    for (alpha, wstar), rs in _group(mine, ("alpha", "wstar")).items():
-        t1 = [r["result"]["phases"]["T_I"] for r in rs]
-        tem = [r["result"]["phases"]["T_em"] for r in rs]
-        where = f"alpha={alpha}, w*={wstar}, {len(rs)} settings"
-        variation_rows.append((0.0, max(t1) / min(t1) - 1, max(t1) / min(t1) - 1, where))
-        em_rows.append((100.0, max(tem) / min(tem), -max(tem) / min(tem), where))
-    outside_rows = []
-    for r in mine:
-        ratio = r["result"]["L_IH_at_T_I"] / r["predicted"]["plateau_L_IH"]
-        s = r["setting"]
-        rows = plateau_rows if _in_regime(r["predicted"]) else outside_rows
-        rows.append((1.0, ratio, -ratio, f"alpha={s['alpha']}, w*={s['wstar']}, "
-                                         f"L={s['L']}, sigma={s['sigma']:g}"))
-    claims.append(_worst("T_I variation across L, sigma", variation_rows,
-                         TOLERANCES["T_I variation across L, sigma"], closure=closure))
-    em = _worst("T_em variation across L, sigma", em_rows, 0.0, closure=closure)
-    claims.append(Claim(em.name, em.predicted, em.measured, math.nan,
-                        TOLERANCES["T_em variation across L, sigma"],
-                        em.measured >= TOLERANCES["T_em variation across L, sigma"],
-                        em.detail.replace("worst", "smallest")))
-    for rows, name, informative in ((plateau_rows, "L_IH(T_I) / plateau", False),
-                                    (outside_rows, "L_IH(T_I) / plateau, outside regime", True)):
-        if not rows and informative:
-            continue
-        low = _worst(name, rows, 0.0, closure=closure)
-        claims.append(Claim(low.name, 1.0, low.measured, 1.0 - low.measured,
-                            TOLERANCES["L_IH(T_I) / plateau"],
-                            low.measured >= TOLERANCES["L_IH(T_I) / plateau"],
-                            low.detail.replace("worst", "smallest"), informative))
-    return claims
-
-
-def _in_regime(predicted: Mapping[str, float]) -> bool:
-    """The theorem's regime of separated phases, judged from predictions alone."""
-    return predicted["T_em_leading"] >= REGIME_SEPARATION * predicted["T_I_leading"]
-
-
-def _informative(claim: Claim) -> Claim:
-    return Claim(claim.name, claim.predicted, claim.measured, claim.error, claim.tolerance,
-                 claim.passed, claim.detail, informative=True)
-
-
-def verify(grid: str = "quick", closure: str = "all", out: str | Path | None = None, *,
-           executor=None, progress: bool | None = None) -> VerifyReport:
-    """Run a verification grid and evaluate every claim of Theorem 5.5.
+def verify(model, grid: str = "quick", variant: str | None = None,
+           out: str | Path | None = None, *, executor=None,
+           progress: bool | None = None) -> VerifyReport:
+    """Run a model's verification grid and evaluate every claim.
 
     Parameters
     ----------
-    grid : {"quick", "default", "full"}
-    closure : {"linear", "meanfield", "all"}
+    model : Model or str
+        A model that supplies ``verify_settings``, ``measure`` and ``claims``.
+    grid : str
+        One of ``model.grids``.
+    variant : str, optional
+        One variant, or None / ``"all"`` for every variant.
     out : path, optional
         Directory for ``verify-<grid>.jsonl`` (raw per-setting results, resumable),
         ``verify-<grid>.json`` (claims) and ``verify-<grid>.md`` (table).
@@ -370,35 +137,41 @@ def verify(grid: str = "quick", closure: str = "all", out: str | Path | None = N
 
     Examples
     --------
-    >>> report = verify("quick", "linear", out=None)  # doctest: +SKIP
+    >>> report = verify("induction_head", "quick", "linear")  # doctest: +SKIP
     >>> report.passed  # doctest: +SKIP
     True
     """
-    import tempfile
-
+    from ._compile import atomic_write, load_system
+    from ._registry import get_model, reference
     from ._sweep import run_sweep
 
-    if closure not in CLOSURE_CHOICES:
-        raise ParameterError(f"closure={closure!r}; allowed: {', '.join(CLOSURE_CHOICES)}")
-    closures = list(CLOSURE_WSTAR_LIMITS) if closure == "all" else [closure]
-    settings, skipped = grid_settings(grid, closures)
+    model = get_model(model)
+    if not model.supports("claims"):
+        raise ParameterError(f"model={model.name!r} supplies no claims to verify")
+    if grid not in model.grids:
+        raise ParameterError(f"grid={grid!r}; allowed: {', '.join(model.grids)}")
+    variants = list(model.variants) if variant in (None, "all") else [
+        model.resolve_variant(variant)]
+    settings, skipped = model.verify_settings(grid, variants)
+    for name in variants:
+        load_system(model, name)  # derive and compile once here, not in every worker
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="reduced-odes-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     raw = out_dir / f"verify-{grid}.jsonl"
     metadata = {"versions": versions(), "solver": SolverConfig().as_dict()}
-    sweep = run_sweep(settings, measure_setting, raw, executor=executor, progress=progress,
-                      metadata=metadata)
+    ref = reference(model)
+    sweep = run_sweep([{"model": ref, **s} for s in settings], measure_task, raw,
+                      executor=executor, progress=progress, metadata=metadata)
     records = sweep.records
     if len(records) == len(settings):
         # Complete: rewrite in grid order, so the file does not depend on worker timing.
-        from ._compile import _atomic_write
-
-        _atomic_write(raw, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+        atomic_write(raw, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
     records = [dict(r) for r in records]
-    claims = [c for cl in closures for c in evaluate_claims(records, cl)]
-    report = VerifyReport(grid, claims, records, skipped,
+    claims = list(model.claims(records, variants))
+    extra = model.verify_metadata() if model.supports("verify_metadata") else {}
+    report = VerifyReport(model.name, grid, claims, records, skipped,
                           {"raw": str(raw), "claims": str(out_dir / f"verify-{grid}.json"),
-                           "table": str(out_dir / f"verify-{grid}.md")})
-    Path(report.files["claims"]).write_text(json.dumps(report.as_dict(), indent=2) + "\n")
-    Path(report.files["table"]).write_text(report.table() + "\n")
+                           "table": str(out_dir / f"verify-{grid}.md")}, extra)
+    atomic_write(Path(report.files["claims"]), json.dumps(report.as_dict(), indent=2) + "\n")
+    atomic_write(Path(report.files["table"]), report.table() + "\n")
     return report

@@ -1,0 +1,192 @@
+"""The house style of every model's figures: palette, sizes, helpers, deterministic output.
+
+A model's figure code draws on a :func:`new_figure`, shades its stages with
+:func:`shade_spans`, stamps provenance with :func:`stamp` and writes with
+:func:`save_figure`, whose bytes are the same on every run (no timestamps).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ._params import ParameterError
+from ._version import __version__
+
+__all__ = ["COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE", "TIME_LABEL",
+           "log_time_axis", "log_x", "new_figure", "parse_formats", "render", "save_figure",
+           "sci", "shade_spans", "stamp"]
+
+FORMATS = ("png", "pdf")
+#: Okabe & Ito (2008), the colour-blind safe palette.
+OKABE_ITO = {
+    "black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9",
+    "bluish_green": "#009E73", "yellow": "#F0E442", "blue": "#0072B2",
+    "vermillion": "#D55E00", "reddish_purple": "#CC79A7",
+}
+#: Series that are not a mechanism (several L, several sigma): colours with markers.
+SERIES = [(OKABE_ITO[c], m) for c, m in (("orange", "o"), ("bluish_green", "s"),
+                                         ("reddish_purple", "^"), ("sky_blue", "D"),
+                                         ("black", "v"), ("yellow", "P"))]
+#: Stage shading: light neutral greys, so the data colours stay the only colours.
+SHADES = ("#F2F2F2", "#DCDCDC", "#BDBDBD", "#E6E6E6")
+#: Single-column width (inches) and the type sizes that stay readable there.
+COLUMN_WIDTH = 3.4
+_DPI = 300
+STYLE = {
+    "font.family": "DejaVu Sans", "font.size": 7.0, "axes.titlesize": 7.0,
+    "axes.labelsize": 7.0, "xtick.labelsize": 6.5, "ytick.labelsize": 6.5,
+    "legend.fontsize": 6.0, "figure.titlesize": 7.5, "lines.linewidth": 1.1,
+    "lines.markersize": 3.5, "axes.linewidth": 0.6, "xtick.major.width": 0.6,
+    "ytick.major.width": 0.6, "xtick.minor.width": 0.4, "ytick.minor.width": 0.4,
+    "xtick.major.size": 2.5, "ytick.major.size": 2.5, "xtick.minor.size": 1.5,
+    "ytick.minor.size": 1.5, "legend.frameon": True, "legend.framealpha": 0.9,
+    "legend.edgecolor": "0.8", "legend.handlelength": 2.0, "legend.borderaxespad": 0.4,
+    "axes.titlepad": 3.0, "mathtext.fontset": "dejavusans", "pdf.fonttype": 42,
+    "pdf.compression": 9, "savefig.dpi": _DPI, "figure.dpi": 100,
+    "axes.unicode_minus": True, "path.simplify": True,
+}
+TIME_LABEL = "t (gradient-flow time)"
+
+
+def parse_formats(text: str | Sequence[str]) -> list[str]:
+    """``"png,pdf"`` -> ``["png", "pdf"]``, each checked.
+
+    Examples
+    --------
+    >>> parse_formats("pdf,png")
+    ['pdf', 'png']
+    """
+    items = [f.strip() for f in text.split(",")] if isinstance(text, str) else list(text)
+    if not items or any(f not in FORMATS for f in items):
+        raise ParameterError(f"format={text!r}; allowed: a comma-separated list of "
+                             f"{', '.join(FORMATS)}")
+    return items
+
+
+def new_figure(height: float, nrows: int, *, ncols: int = 1, sharex: bool = False,
+               heights=None, width: float = COLUMN_WIDTH):
+    """A constrained-layout figure in the house style and its axes (always an array)."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(width, height), layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(nrows, ncols, sharex=sharex,
+                            gridspec_kw={"height_ratios": heights} if heights else None)
+    fig.get_layout_engine().set(h_pad=0.04, w_pad=0.04, hspace=0.04)
+    return fig, np.atleast_1d(axes)
+
+
+def sci(value: float) -> str:
+    """``1e-4`` as mathtext ``10^{-4}`` (mantissa kept when it is not 1).
+
+    Examples
+    --------
+    >>> sci(1e-4), sci(2.5e3)
+    ('10^{-4}', '2.5\\\\times10^{3}')
+    """
+    mantissa, exponent = f"{value:.6e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    power = f"10^{{{int(exponent)}}}"
+    return power if mantissa == "1" else fr"{mantissa}\times{power}"
+
+
+def stamp(fig, name: str, *, subject: str = "", keywords: Sequence[str] = (),
+          versions: Mapping | None = None, data: Sequence[str] = ()) -> None:
+    """Attach the provenance (title, subject, keywords) that :func:`save_figure` writes."""
+    words = [f"reduced-odes {__version__}", f"figure={name}", *keywords]
+    if versions:
+        words += [f"{k} {v}" for k, v in sorted(versions.items()) if k != "reduced-odes"]
+    words += [f"data={d}" for d in data]
+    text = f"reduced-odes {__version__} figure '{name}'" + (f", {subject}" if subject else "")
+    fig._reduced_odes_meta = {"title": name, "subject": text, "keywords": words}
+
+
+def log_x(ax, lo: float, hi: float) -> None:
+    """Logarithmic x axis on ``[lo, hi]`` with unlabelled minor ticks."""
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=np.arange(2, 10) * 0.1, numticks=12))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def log_time_axis(ax, lo: float, hi: float) -> None:
+    """:func:`log_x` with a major tick at every decade."""
+    from matplotlib.ticker import LogLocator
+
+    log_x(ax, lo, hi)
+    ax.xaxis.set_major_locator(LogLocator(base=10, numticks=12))
+
+
+def shade_spans(ax, edges: Sequence[float], names: Sequence[str], labels: bool = True) -> bool:
+    """Shade consecutive stages ``[edges[k], edges[k+1]]`` on a log-time axis, named ``names[k]``.
+
+    A boundary earlier than the one before it is moved up to it (so a band can
+    be empty); a non-finite boundary ends the shading.  Returns whether the
+    given boundaries were finite and in order.
+    """
+    inner = list(edges[1:-1])
+    in_order = all(math.isfinite(v) for v in inner) and inner == sorted(inner)
+    bounds = [edges[0]]
+    for value in edges[1:]:
+        bounds.append(max(bounds[-1], value) if math.isfinite(value) else value)
+    span = math.log(bounds[-1] / bounds[0])
+    for k, name in enumerate(names):
+        a, b = bounds[k], bounds[k + 1]
+        if not (math.isfinite(a) and math.isfinite(b)) or b <= a:
+            continue
+        ax.axvspan(a, b, color=SHADES[k % len(SHADES)], lw=0, zorder=0)
+        if labels:
+            wide = math.log(b / a) / span > 0.16
+            ax.text(math.sqrt(a * b), 0.975, name.replace(" ", "\n", 1) if wide else name,
+                    transform=ax.get_xaxis_transform(), ha="center", va="top",
+                    rotation=0 if wide else 90, fontsize=6.0, color="0.15", linespacing=1.0,
+                    zorder=1)
+    return in_order
+
+
+def render(fig, fmt: str) -> bytes:
+    """The figure as PNG or PDF bytes, with fixed metadata and no timestamps."""
+    import matplotlib
+
+    if fmt not in FORMATS:
+        raise ParameterError(f"format={fmt!r}; allowed: {', '.join(FORMATS)}")
+    meta = getattr(fig, "_reduced_odes_meta", None) or {
+        "title": "figure", "subject": f"reduced-odes {__version__}", "keywords": []}
+    software = f"reduced-odes {__version__} (matplotlib {matplotlib.__version__})"
+    if fmt == "png":
+        metadata = {"Title": meta["title"], "Software": software,
+                    "Description": meta["subject"] + "; " + "; ".join(meta["keywords"])}
+    else:
+        metadata = {"Title": meta["title"], "Subject": meta["subject"],
+                    "Keywords": "; ".join(meta["keywords"]), "Creator": software,
+                    "Producer": software, "CreationDate": None, "ModDate": None}
+    buffer = io.BytesIO()
+    with matplotlib.rc_context(STYLE):
+        fig.savefig(buffer, format=fmt, dpi=_DPI, metadata=metadata)
+    return buffer.getvalue()
+
+
+def save_figure(fig, path_stem: str | Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Write ``<path_stem>.<fmt>`` for each format; unchanged bytes are not rewritten."""
+    paths = []
+    for fmt in formats:
+        data = render(fig, fmt)
+        path = Path(f"{path_stem}.{fmt}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not (path.exists() and path.read_bytes() == data):
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        paths.append(path)
+    return paths

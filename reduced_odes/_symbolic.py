@@ -1,0 +1,353 @@
+"""The generic symbolic layer: gradient flows under a metric, coordinate changes,
+asserted identities, finite-mixture expectations, and the :class:`Derivation`
+that a model hands to the compiler.
+
+Nothing here knows a model.  A model builds its loss (with
+:mod:`reduced_odes._gaussian`, :mod:`reduced_odes._positions` or
+:func:`mixture_expectation`), then calls :func:`gradient_flow`, which derives
+the flow ``-G^{-1} grad L``, asserts every identity it is given, changes to
+the integration coordinates and derives the Jacobian.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from ._contract import DerivationError
+
+__all__ = [
+    "CoordinateChange",
+    "Derivation",
+    "Identity",
+    "assert_conserved",
+    "assert_same",
+    "gradient_flow",
+    "log_coordinate",
+    "metric_gradient",
+    "mixture_expectation",
+    "relu",
+]
+
+
+def relu(x: sp.Expr) -> sp.Expr:
+    """``max(0, x)``, the form the finite-mixture engine simplifies under assumptions.
+
+    Examples
+    --------
+    >>> a = sp.Symbol("a", positive=True)
+    >>> relu(3 * a), relu(-a)
+    (3*a, 0)
+    """
+    return sp.Max(0, x)
+
+
+def mixture_expectation(expr: sp.Expr | Callable[..., sp.Expr],
+                        components: Iterable[tuple[sp.Expr, Mapping]]) -> sp.Expr:
+    """``E[expr] = sum_k p_k expr|_{config k}`` over a finite mixture of configurations.
+
+    Parameters
+    ----------
+    expr : sympy.Expr or callable
+        The integrand, in the configuration symbols; or a function that takes a
+        configuration (a mapping) and returns the integrand for it.
+    components : iterable of (probability, mapping)
+        Each configuration with its probability; the probabilities must sum to 1.
+
+    Examples
+    --------
+    >>> y = sp.Symbol("y")
+    >>> mixture_expectation(relu(y) ** 2, [(sp.Rational(1, 2), {y: 1}), (sp.Rational(1, 2), {y: -1})])
+    1/2
+    """
+    total, mass = sp.Integer(0), sp.Integer(0)
+    for probability, config in components:
+        value = expr(config) if callable(expr) else sp.sympify(expr).xreplace(dict(config))
+        total += probability * value
+        mass += probability
+    if sp.simplify(mass - 1) != 0:
+        raise DerivationError("mixture expectation", f"probabilities sum to {mass}, not 1")
+    return total
+
+
+def assert_same(a: sp.Expr, b: sp.Expr, *, digits: int = 30, points: int = 4,
+                domain: Mapping | None = None, seed: int = 0, symbolic: bool = True,
+                integers: Mapping | None = None) -> None:
+    """Raise ``AssertionError`` unless ``a == b`` symbolically or at random points.
+
+    Falls back to ``points`` random evaluations at ``digits`` significant digits
+    when ``simplify`` cannot close the difference (or at once if ``symbolic``
+    is false, for expressions too large to simplify quickly).  ``domain`` maps
+    symbols to ``(lo, hi)`` sampling intervals (default ``(0.05, 0.45)``),
+    ``integers`` maps integer symbols to their ``(lo, hi)`` (default 4..60).
+
+    Examples
+    --------
+    >>> x = sp.Symbol("x", positive=True)
+    >>> assert_same(sp.exp(2 * sp.log(x)), x**2)
+    """
+    difference = sp.sympify(a - b)
+    if symbolic and sp.simplify(difference) == 0:
+        return
+    rng = random.Random(seed)
+    domain, integers = dict(domain or {}), dict(integers or {})
+    scale_tol = sp.Float(10) ** (5 - digits)
+    for _ in range(points):
+        subs = {}
+        for sym in sorted(difference.free_symbols, key=str):
+            if sym in integers or sym.is_integer:
+                subs[sym] = rng.randint(*integers.get(sym, (4, 60)))
+            else:
+                lo, hi = domain.get(sym, (0.05, 0.45))
+                subs[sym] = sp.Float(rng.uniform(lo, hi), digits + 10)
+        # xreplace first: evalf(subs=...) re-evaluates every exp term symbolically (slow).
+        value = difference.xreplace(subs).evalf(digits + 10)
+        scale = 1 + abs(sp.sympify(a).xreplace(subs).evalf(digits + 10))
+        if not abs(value) <= scale_tol * scale:
+            raise AssertionError(f"{a} != {b}: difference {value} at {subs}")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """An identity the derivation asserted: ``lhs == rhs`` (e.g. a conserved quantity's rate is 0)."""
+
+    name: str
+    lhs: sp.Expr
+    rhs: sp.Expr = sp.Integer(0)
+
+
+@dataclass(frozen=True)
+class CoordinateChange:
+    """Integrate ``new = forward(old)`` instead of the state variable ``old``.
+
+    ``inverse`` expresses ``old`` in ``new``; ``label`` names the coordinate's
+    series in a trajectory; ``allowed`` the values of ``old`` it can represent.
+    See :func:`log_coordinate`.
+    """
+
+    old: sp.Symbol
+    new: sp.Symbol
+    forward: sp.Expr
+    inverse: sp.Expr
+    label: str
+    allowed: str = "any real value"
+
+
+def log_coordinate(old: sp.Symbol, new: sp.Symbol | None = None,
+                   label: str | None = None) -> CoordinateChange:
+    """``new = ln old`` for a positive variable that starts tiny: no underflow, and
+    exponential growth becomes linear.
+
+    Examples
+    --------
+    >>> w = sp.Symbol("w", positive=True)
+    >>> log_coordinate(w).inverse
+    exp(log_w)
+    """
+    new = new if new is not None else sp.Symbol(f"log_{old.name}", real=True)
+    return CoordinateChange(old, new, sp.log(old), sp.exp(new), label or f"log_{old.name}",
+                            f"{old.name} > 0")
+
+
+def metric_gradient(loss: sp.Expr, state: Sequence[sp.Symbol], metric: sp.Matrix) -> sp.Matrix:
+    """``-G^{-1} grad L``: the gradient flow of ``loss`` in the metric ``G``.
+
+    Examples
+    --------
+    >>> a, b = sp.symbols("a b", real=True)
+    >>> metric_gradient((1 - a * b) ** 2 / 2, (a, b), sp.eye(2)).T
+    Matrix([[b*(-a*b + 1), a*(-a*b + 1)]])
+    """
+    gradient = sp.Matrix([sp.diff(loss, v) for v in state])
+    if metric.is_diagonal():
+        return sp.Matrix([-gradient[i] / metric[i, i] for i in range(len(state))])
+    return -metric.inv() * gradient
+
+
+def assert_conserved(name: str, quantity: sp.Expr, state: Sequence[sp.Symbol],
+                     rhs: sp.Matrix) -> Identity:
+    """Assert ``d quantity/dt = 0`` along ``rhs``; the :class:`Identity` it proved.
+
+    Examples
+    --------
+    >>> a, b = sp.symbols("a b", real=True)
+    >>> flow = metric_gradient((1 - a * b) ** 2 / 2, (a, b), sp.eye(2))
+    >>> assert_conserved("balance", a**2 - b**2, (a, b), flow).name
+    'd/dt (balance) = 0'
+    """
+    rate = sum((sp.diff(quantity, v) * rhs[i] for i, v in enumerate(state)), sp.Integer(0))
+    if sp.simplify(rate) != 0:
+        raise DerivationError(f"conservation of {name}", f"d/dt({quantity}) = {sp.simplify(rate)}")
+    return Identity(f"d/dt ({name}) = 0", sp.Derivative(quantity, sp.Symbol("t")), sp.Integer(0))
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """Everything the compiler needs from one model variant, derived symbolically.
+
+    Attributes
+    ----------
+    state : tuple of Symbol
+        The reduced state, in order.
+    parameters : tuple of Symbol
+        Runtime numeric parameters (``Model.parameter_values`` gives their values).
+    loss : Expr
+        The reduced loss in ``state``.
+    metric : Matrix
+        The flow is ``-metric^{-1} grad loss``.
+    rhs : Matrix
+        That flow.
+    coordinates : tuple of Symbol
+        The integration coordinates (``state`` with the coordinate changes applied).
+    coordinate_names : tuple of str
+        Series names of the coordinates.
+    to_state : tuple of Expr
+        ``state`` in the coordinates.
+    coordinate_rhs, jacobian : Matrix
+        Flow and its Jacobian in the coordinates.
+    observables : dict
+        Named expressions in ``state`` (partial losses, eigenvalues, ...).
+    domain : tuple of Relational
+        Conditions ``lhs > rhs`` in ``state`` and ``parameters`` under which the
+        loss is defined; trajectories must stay inside.
+    identities : tuple of Identity
+        What the derivation asserted (conservation laws, reductions, closed forms).
+    kernels : str or None
+        Module with ``NUMERIC_IMPLEMENTATIONS`` and ``FUSED_KERNELS`` for the
+        special functions the expressions use.
+    coordinate_ranges : tuple of str
+        For each state variable, the values its coordinate can represent.
+    """
+
+    state: tuple[sp.Symbol, ...]
+    parameters: tuple[sp.Symbol, ...]
+    loss: sp.Expr
+    metric: sp.Matrix
+    rhs: sp.Matrix
+    coordinates: tuple[sp.Symbol, ...]
+    coordinate_names: tuple[str, ...]
+    to_state: tuple[sp.Expr, ...]
+    coordinate_rhs: sp.Matrix
+    jacobian: sp.Matrix
+    observables: dict[str, sp.Expr] = field(default_factory=dict)
+    domain: tuple = ()
+    identities: tuple[Identity, ...] = ()
+    kernels: str | None = None
+    coordinate_ranges: tuple[str, ...] = ()
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.state)
+
+    def in_coordinates(self, expr: sp.Expr) -> sp.Expr:
+        """``expr`` (in ``state``) written in the integration coordinates."""
+        return sp.sympify(expr).xreplace(dict(zip(self.state, self.to_state, strict=True)))
+
+
+def _changed(state: Sequence[sp.Symbol], rhs: sp.Matrix,
+             changes: Sequence[CoordinateChange]) -> tuple[list, list, list, sp.Matrix, list]:
+    """Coordinates, their names, the state in them, the flow in them, and their ranges."""
+    by_old = {c.old: c for c in changes}
+    unknown = set(by_old) - set(state)
+    if unknown:
+        raise DerivationError("coordinate change", f"{sorted(map(str, unknown))} are not state variables")
+    coordinates, names, to_state, rates, ranges = [], [], [], [], []
+    for i, variable in enumerate(state):
+        change = by_old.get(variable)
+        if change is None:
+            coordinates.append(variable)
+            names.append(variable.name)
+            to_state.append(variable)
+            rates.append(rhs[i])
+            ranges.append("any real value")
+            continue
+        if sp.simplify(change.forward.subs(change.old, change.inverse) - change.new) != 0:
+            raise DerivationError("coordinate change",
+                                  f"{change.inverse} does not invert {change.forward}")
+        # d new/dt = forward'(old) d old/dt, simplified in the old variables (where the
+        # factor cancels, e.g. w * (1/w)), then written in the new coordinate.
+        rates.append(sp.diff(change.forward, change.old) * rhs[i])
+        coordinates.append(change.new)
+        names.append(change.label)
+        to_state.append(change.inverse)
+        ranges.append(change.allowed)
+    back = dict(zip(state, to_state, strict=True))
+    rates = [sp.sympify(r).xreplace(back) for r in rates]
+    return coordinates, names, to_state, sp.Matrix(rates), ranges
+
+
+def _conditions(domain: Sequence) -> tuple:
+    """The domain's conditions, less those that hold identically; one that fails is an error."""
+    kept = []
+    for condition in domain:
+        if condition is sp.true or condition == sp.true:
+            continue  # e.g. v > 0 for a positive symbol: nothing to guard
+        if condition is sp.false or condition == sp.false:
+            raise DerivationError("domain", "a domain condition is identically false")
+        if not isinstance(condition, sp.core.relational.Relational):
+            raise DerivationError("domain", f"{condition} is not a relation lhs > rhs")
+        kept.append(condition)
+    return tuple(kept)
+
+
+def gradient_flow(state: Sequence[sp.Symbol], loss: sp.Expr, *,
+                  parameters: Sequence[sp.Symbol], metric: sp.Matrix | None = None,
+                  rhs: sp.Matrix | None = None,
+                  coordinates: Sequence[CoordinateChange] = (),
+                  observables: Mapping[str, sp.Expr] | None = None,
+                  domain: Sequence = (), identities: Sequence[Identity] = (),
+                  kernels: str | None = None, check: Mapping | None = None) -> Derivation:
+    """Derive the gradient flow of ``loss`` under ``metric`` and everything the compiler needs.
+
+    Parameters
+    ----------
+    state : sequence of Symbol
+        The reduced state.
+    loss : Expr
+        The reduced loss in ``state`` and ``parameters``.
+    parameters : sequence of Symbol
+        Runtime parameters, in the order of ``Model.parameter_values``.
+    metric : Matrix, optional
+        ``G`` (default the identity); the flow is ``-G^{-1} grad loss``.
+    rhs : Matrix, optional
+        The flow as the model derived it another way (e.g. by reducing an
+        unreduced flow); it is asserted equal to ``-G^{-1} grad loss`` and kept.
+    coordinates : sequence of CoordinateChange
+        Integration coordinates for some state variables (see :func:`log_coordinate`).
+    observables, domain, identities, kernels
+        See :class:`Derivation`.
+    check : mapping, optional
+        Sampling ranges ``{symbol: (lo, hi)}`` for the numerical identity checks.
+
+    Examples
+    --------
+    >>> a, b, s = sp.symbols("a b s", positive=True)
+    >>> d = gradient_flow((a, b), (s - a * b) ** 2 / 2, parameters=(s,))
+    >>> d.rhs.T
+    Matrix([[b*(-a*b + s), a*(-a*b + s)]])
+    >>> d.jacobian.shape
+    (2, 2)
+    """
+    state, parameters = tuple(state), tuple(parameters)
+    metric = sp.eye(len(state)) if metric is None else sp.Matrix(metric)
+    if metric.shape != (len(state), len(state)):
+        raise DerivationError("metric", f"shape {metric.shape} does not match {len(state)} states")
+    gradient_rhs = metric_gradient(loss, state, metric)
+    if rhs is None:
+        rhs = gradient_rhs.applyfunc(sp.factor_terms)
+    else:
+        rhs = sp.Matrix(rhs)
+        for i, variable in enumerate(state):
+            try:
+                assert_same(rhs[i], gradient_rhs[i], domain=check, symbolic=False)
+            except AssertionError as exc:
+                raise DerivationError(f"flow of {variable} is the metric gradient", str(exc)) from None
+    domain = _conditions(domain)
+    coords, names, to_state, coordinate_rhs, ranges = _changed(state, rhs, coordinates)
+    jacobian = coordinate_rhs.jacobian(coords)
+    return Derivation(state, parameters, loss, metric, rhs, tuple(coords), tuple(names),
+                      tuple(to_state), coordinate_rhs, jacobian, dict(observables or {}),
+                      tuple(domain), tuple(identities), kernels, tuple(ranges))

@@ -1,0 +1,241 @@
+"""Publication figures, drawn only from result files (JSON / JSON Lines).
+
+``reduced-odes figures`` writes each figure as PNG and PDF.  Every figure is
+drawn from data files in ``figures/data/`` (committed beside the figures), so a
+figure can be regenerated without re-integrating anything; a data file that is
+missing is first created by calling the package, then the figure is drawn.
+
+Data files (``<data>`` = ``figures/data`` by default)
+-----------------------------------------------------
+``trajectory-<closure>-L<L>-alpha<a>-wstar<w>-sigma<s>.json``
+    :func:`reduced_odes._results.trajectory_record` of one run (log-spaced
+    ``series`` from t = 0, phases, solver, versions) plus ``phase_IV``, the
+    dense output sampled on a *linear* time grid from ``T_III`` to the end of
+    the run (for the exponential decay of ``L_IH``), and ``predictions``, the
+    derived predictions of :mod:`reduced_odes.models.induction_head.predictions` at that setting.
+``verify-<grid>.jsonl``
+    The raw per-setting results of ``reduced-odes verify --grid <grid>``.  If
+    the settings a figure needs are missing, only those are run (through the
+    same resumable sweep engine, so a later ``verify`` reuses them).
+``predictions-<closure>-alpha<a>-wstar<w>.json``
+    ``lambda``, ``T_em_slope = 2/lambda`` and ``T_em_leading`` on a fine grid of
+    ``L`` and ``sigma`` (the lines of the scaling figure).
+``compare-overlay.json`` (optional, never created here)
+    Exact-softmax SGD curves for the closures figure, as written by ``reduced-odes
+    compare`` (:func:`reduced_odes.models.induction_head.compare.sgd_overlay`).  Schema, a single curve
+    object or ``{"setting": {...}, "curves": [curve, ...]}``::
+
+        {"t": [...], "w_kq": [...], "L_IH": [...],      # w_kq or L_IH may be absent
+         "label": "exact softmax SGD (4 seeds)",        # optional
+         "interval": {"w_kq": {"lo": [...], "hi": [...]},  # optional band
+                      "L_IH": {"lo": [...], "hi": [...]}},
+         "setting": {"L": 50, "alpha": 0.5, "wstar": 0.3, "sigma": 0.01}}  # optional
+
+    ``params`` is accepted for ``setting``, and a flat ``interval``
+    ``{"w_kq_lo": [...], "w_kq_hi": [...]}`` for the nested one.  When a setting is
+    given, the closures figure is drawn at that setting (the ODE trajectories are
+    computed there); otherwise at the default setting.
+
+Figures (``<out>`` = ``figures``; the ``linear`` closure, the paper's, gets the plain
+name, the other closure a ``-meanfield`` suffix)
+----------------------------------------------------------------------------------
+``phases``            the four phases: L_G4, L_IH and the parameters against t.
+``plateau_scaling``   T_em against ln(1/sigma) for several L (markers: verify records;
+                      lines: the leading-order prediction, slope 2/lambda, no fit), T_em/L
+                      against L, and the excess (T_em - T_em_leading)/L (the O(L) term).
+``convergence``       t L_G4 -> 1/4 and ln L_IH in phase IV against the predicted slope
+                      -2 mu (anchored where L_IH = 1e-8 x its plateau level).
+``closures``          linear vs meanfield (and exact-softmax SGD when its data exist).
+
+Phase boundaries (shaded in ``phases``) are the measured phase times of
+:class:`reduced_odes.PhaseThresholds`: I = [0, T_I] (L_G4 down to 1% of L_G4(0)),
+II = [T_I, T_II] (until w_kq = 0.1 w*), III = [T_II, T_III] (w_kq from 0.1 w* to
+0.9 w*, with T_em at 0.5 w* marked), IV = [T_III, end of run].  If the measured
+times are out of order (the induction head emerging before the 4-gram is learned,
+as at alpha = 0.2, w* = 0.45, L = 50), each boundary is clipped to the one before
+it and the figure says so.
+
+Colours are Okabe-Ito: the 4-gram mechanism (L_G4, w_v1, p) is always blue, the
+induction head (L_IH, w_v2, w_kq) always vermillion.  Output files carry no
+timestamps, so regenerating them from the same data gives identical bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ...._params import ParameterError
+from ..params import ModelParams
+from ._data import (
+    CLOSURES,
+    DEFAULT_PARAMS,
+    FIGURES,
+    FORMATS,
+    OVERLAY_FILE,
+    load_overlay,
+    predictions_data,
+    predictions_path,
+    scaling_records,
+    trajectory_data,
+    trajectory_path,
+)
+from ._style import (
+    COLUMN_WIDTH,
+    MECHANISM_COLOURS,
+    OKABE_ITO,
+    PHASE_NAMES,
+    figure_path,
+    render,
+    save_figure,
+)
+from .closures import plot_closures
+from .convergence import plot_convergence
+from .phases import plot_phases
+from .plateau_scaling import plot_plateau_scaling
+
+__all__ = [
+    "CLOSURES",
+    "COLUMN_WIDTH",
+    "DEFAULT_PARAMS",
+    "FIGURES",
+    "FORMATS",
+    "MECHANISM_COLOURS",
+    "OKABE_ITO",
+    "OVERLAY_FILE",
+    "PHASE_NAMES",
+    "add_arguments",
+    "figure_path",
+    "load_overlay",
+    "make_figures",
+    "plot_closures",
+    "plot_convergence",
+    "plot_phases",
+    "plot_plateau_scaling",
+    "predictions_data",
+    "predictions_path",
+    "render",
+    "run",
+    "save_figure",
+    "scaling_records",
+    "trajectory_data",
+    "trajectory_path",
+]
+
+
+def _parse_formats(text: str | Sequence[str]) -> list[str]:
+    items = text.split(",") if isinstance(text, str) else list(text)
+    formats = [f.strip().lower().lstrip(".") for f in items if f.strip()]
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise ParameterError(f"format={text!r}; allowed: a comma-separated list of "
+                             f"{', '.join(FORMATS)}")
+    return list(dict.fromkeys(formats))
+
+
+def make_figures(out: str | Path = "figures", data: str | Path | None = None,
+                 formats: str | Sequence[str] = FORMATS, closure: str = "all",
+                 grid: str = "default", *, params: ModelParams | None = None,
+                 scaling_L: Sequence[int] | None = None,
+                 scaling_sigma: Sequence[float] | None = None, executor=None,
+                 log=None) -> list[Path]:
+    """Draw every figure from the data files, creating missing data first.
+
+    Parameters
+    ----------
+    out : path
+        Directory of the figures.
+    data : path, optional
+        Directory of the data files (default ``<out>/data``).
+    formats : str or sequence
+        ``"png,pdf"`` or a subset.
+    closure : {"linear", "meanfield", "all"}
+        Closures of the per-closure figures; ``closures`` is drawn only for ``all``.
+    grid : str
+        Verify grid whose results feed ``plateau_scaling`` (``verify-<grid>.jsonl``).
+    params : ModelParams, optional
+        Setting of ``phases``, ``convergence`` and ``closures`` (default
+        :data:`DEFAULT_PARAMS`).
+    scaling_L, scaling_sigma : sequence, optional
+        Override the grid's L and sigma values in ``plateau_scaling``.
+    executor : concurrent.futures.Executor, optional
+        Where missing verify settings run (default: a process pool).
+    log : callable, optional
+        Called with one line per file written.
+
+    Returns
+    -------
+    list of Path
+        The figure files.
+    """
+    from ...._results import read_json
+
+    log = log or (lambda line: None)
+    params = DEFAULT_PARAMS if params is None else params
+    formats = _parse_formats(formats)
+    if closure not in (*CLOSURES, "all"):
+        raise ParameterError(f"closure={closure!r}; allowed: linear, meanfield, all")
+    closures = list(CLOSURES) if closure == "all" else [closure]
+    out = Path(out)
+    data = Path(data) if data is not None else out / "data"
+    written: list[Path] = []
+
+    for cl in closures:
+        path = trajectory_data(cl, params, data)
+        record = read_json(path)
+        for name, plot in (("phases", plot_phases), ("convergence", plot_convergence)):
+            fig = plot(record)
+            fig._reduced_odes_meta["keywords"].append(f"data={path.name}")
+            written += save_figure(fig, out, name, cl, formats)
+        records = scaling_records(cl, data, grid, alpha=params.alpha, wstar=params.wstar,
+                                  L=scaling_L, sigma=scaling_sigma, executor=executor)
+        if records:
+            pred_path = predictions_data(cl, data, alpha=params.alpha, wstar=params.wstar,
+                                         L=[r["setting"]["L"] for r in records],
+                                         sigma=[r["setting"]["sigma"] for r in records])
+            fig = plot_plateau_scaling(records, read_json(pred_path))
+            fig._reduced_odes_meta["keywords"] += [f"data=verify-{grid}.jsonl",
+                                                   f"data={pred_path.name}"]
+            written += save_figure(fig, out, "plateau_scaling", cl, formats)
+    if closure == "all":
+        overlay = load_overlay(data / OVERLAY_FILE)
+        where = params
+        if overlay and overlay["setting"]:
+            where = ModelParams(**overlay["setting"])
+        paths = {cl: trajectory_data(cl, where, data, with_predictions=False)
+                 for cl in CLOSURES}
+        fig = plot_closures({cl: read_json(p) for cl, p in paths.items()}, overlay)
+        fig._reduced_odes_meta["keywords"] += [f"data={p.name}" for p in paths.values()] + (
+            [f"data={OVERLAY_FILE}"] if overlay else [])
+        written += save_figure(fig, out, "closures", None, formats)
+    for path in written:
+        log(f"wrote {path}")
+    return written
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``reduced-odes figures``."""
+    from ..claims import GRIDS
+
+    parser.add_argument("--out", metavar="DIR", default="figures",
+                        help="directory of the figures (default: figures/)")
+    parser.add_argument("--data", metavar="DIR", default=None,
+                        help="directory of the data files (default: <out>/data); missing "
+                             "ones are computed first")
+    parser.add_argument("--format", default="png,pdf",
+                        help="comma-separated formats among png, pdf (default: png,pdf)")
+    parser.add_argument("--closure", choices=(*CLOSURES, "all"), default="all",
+                        help="closures of the per-closure figures; the closures figure "
+                             "needs 'all' (default: all)")
+    parser.add_argument("--grid", choices=tuple(GRIDS), default="default",
+                        help="verify grid feeding plateau_scaling (default: default)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``reduced-odes figures``: ``args`` has out, data, format, closure (grid)."""
+    make_figures(args.out, getattr(args, "data", None), args.format, args.closure,
+                 getattr(args, "grid", None) or "default",
+                 log=lambda line: print(line, file=sys.stdout))
+    return 0

@@ -1,0 +1,88 @@
+"""Parameters of the induction-head model, its closures' domains and its phase thresholds.
+
+Every check raises :class:`~reduced_odes.ParameterError` naming the
+parameter, its value and the allowed range (spec section 7).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..._params import ParameterError, Parameters, integer, interval, parameter, positive
+
+__all__ = ["CLOSURE_WSTAR_LIMITS", "ModelParams", "PhaseThresholds"]
+
+#: Supremum of w_star inside each closure's domain. From the derived domains
+#: (``1 - 4 w*^2 > 0`` for linear, ``1 - 2 w*^2 > 0`` for meanfield); a test
+#: re-derives them and compares.
+CLOSURE_WSTAR_LIMITS = {"linear": 0.5, "meanfield": math.sqrt(0.5)}
+
+
+@dataclass(frozen=True)
+class ModelParams(Parameters):
+    """Parameters of the induction-head model and its initialisation.
+
+    Parameters
+    ----------
+    L : int
+        Sequence length, an integer >= 4.
+    alpha : float
+        Weight of the 4-gram component, in (0, 1).
+    wstar : float
+        Target query-key weight, > 0 and inside the closure's domain.
+    sigma : float
+        Initialisation scale: w_v1 = w_v2 = w_k = w_q = sigma, p = 0.
+
+    Examples
+    --------
+    >>> ModelParams(L=200, alpha=0.5, wstar=0.3, sigma=1e-4).w_kq0
+    1e-08
+    >>> ModelParams(alpha=1.5)
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: alpha=1.5 is outside the open interval (0, 1)
+    """
+
+    L: int = parameter(200, integer(4), "sequence length")
+    alpha: float = parameter(0.5, interval(0, 1), "weight of the 4-gram component")
+    wstar: float = parameter(0.3, positive(), "target query-key weight (inside the closure's "
+                                              "domain: < 0.5 linear, < 0.7071 meanfield)")
+    sigma: float = parameter(1e-4, positive(), "initialisation scale")
+
+    @property
+    def w_kq0(self) -> float:
+        """Initial query-key product ``sigma**2`` (may underflow; see ``log_w_kq0``)."""
+        return self.sigma**2
+
+    @property
+    def log_w_kq0(self) -> float:
+        return 2.0 * math.log(self.sigma)
+
+    def check_closure(self, closure: str) -> None:
+        """Raise unless ``closure`` is known and ``wstar`` lies in its domain."""
+        if closure not in CLOSURE_WSTAR_LIMITS:
+            raise ParameterError(f"closure={closure!r}; allowed: {sorted(CLOSURE_WSTAR_LIMITS)}")
+        interval(0, CLOSURE_WSTAR_LIMITS[closure]).check(f"wstar (closure {closure})",
+                                                          self.wstar)
+
+
+@dataclass(frozen=True)
+class PhaseThresholds(Parameters):
+    """Fractions defining the phase times (spec section 6 and the `solve --json` schema).
+
+    ``four_gram``: T_I is the first t with L_G4 <= four_gram * L_G4(0);
+    ``onset``, ``emergence``, ``converged``: T_II, T_em, T_III are the first t
+    with w_kq >= that fraction of w_star.  Each must lie in (0, 1).
+    """
+
+    four_gram: float = parameter(0.01, interval(0, 1), "T_I: L_G4 fraction of its start")
+    onset: float = parameter(0.1, interval(0, 1), "T_II: w_kq fraction of w*")
+    emergence: float = parameter(0.5, interval(0, 1), "T_em: w_kq fraction of w*")
+    converged: float = parameter(0.9, interval(0, 1), "T_III: w_kq fraction of w*")
+
+    def check(self) -> None:
+        if not self.onset < self.emergence < self.converged:
+            raise ParameterError(
+                f"thresholds onset={self.onset}, emergence={self.emergence}, "
+                f"converged={self.converged} must be increasing")

@@ -1,0 +1,65 @@
+"""Compiled code: agreement with the symbolic flow, and the disk cache's behaviour."""
+
+import random
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import reduced_odes.models.induction_head.flow as flow_module
+from reduced_odes import load_system
+from reduced_odes.models.induction_head import derive_flow
+from reduced_odes.models.induction_head.flow import LOG_STATE
+from reduced_odes.models.induction_head.declaration import ALPHA, WSTAR
+from reduced_odes._positions import SEQ_LEN as L
+
+
+@pytest.mark.parametrize("closure", ["linear", "meanfield"])
+def test_compiled_rhs_and_jacobian_match_symbolic_flow(closure, tmp_path):
+    system = load_system("induction_head", closure, directory=tmp_path)
+    flow = derive_flow(closure)
+    exprs = [e.rewrite(sp.exp) for e in list(flow.log_rhs) + list(flow.log_jacobian)]
+    rng = random.Random(5)
+    for _ in range(3):
+        point = {ALPHA: rng.uniform(0.2, 0.8), WSTAR: rng.uniform(0.1, 0.4), L: rng.randint(5, 300),
+                 LOG_STATE[0]: rng.uniform(-1, 1), LOG_STATE[1]: rng.uniform(-2, 4),
+                 LOG_STATE[2]: rng.uniform(-1, 1), LOG_STATE[3]: rng.uniform(-8, -1.2)}
+        y = [point[s] for s in LOG_STATE]
+        args = (point[ALPHA], point[WSTAR], float(point[L]))
+        numeric = list(system.rhs(0, y, *args)) + list(np.ravel(system.jac(0, y, *args)))
+        reference = [float(e.evalf(30, subs=point)) for e in exprs]
+        # 30-digit reference; double-precision evaluation of well-conditioned points
+        np.testing.assert_allclose(numeric, reference, rtol=1e-11, atol=1e-14)
+
+
+def test_warm_start_skips_derivation_and_parameters_never_recompile(tmp_path, monkeypatch):
+    first = load_system("induction_head", "linear", directory=tmp_path)
+
+    def forbidden(*_):
+        raise AssertionError("re-derived")
+
+    monkeypatch.setattr(flow_module, "derive_flow", forbidden)
+    again = load_system("induction_head", "linear", directory=tmp_path)
+    assert again.key == first.key
+    # Parameters are runtime arguments: any (alpha, w_star, L) runs the same code.
+    for args in ((0.2, 0.1, 50.0), (0.9, 0.45, 1e7)):
+        assert np.all(np.isfinite(again.rhs(0, [0.1, 0.5, 0.1, -5.0], *args)))
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_corrupt_cache_entries_are_rebuilt(tmp_path):
+    system = load_system("induction_head", "meanfield", directory=tmp_path)
+    system.path.write_text(system.path.read_text()[:200] + "\n garbage(")
+    rebuilt = load_system("induction_head", "meanfield", directory=tmp_path)
+    assert rebuilt.key == system.key
+    assert rebuilt.rhs(0, [0.1, 0.5, 0.1, -5.0], 0.5, 0.3, 200.0) == system.rhs(
+        0, [0.1, 0.5, 0.1, -5.0], 0.5, 0.3, 200.0)
+    for index in tmp_path.glob("index-*.json"):
+        index.write_text("{not json")
+    assert load_system("induction_head", "meanfield", directory=tmp_path).key == system.key
+
+
+def test_generated_code_uses_common_subexpressions(tmp_path):
+    source = load_system("induction_head", "linear", directory=tmp_path).path.read_text()
+    jac_body = source.split("def jac")[1].split("def observables")[0]
+    assert "_c0 =" in jac_body and jac_body.count("math.exp(ell)") <= 1
