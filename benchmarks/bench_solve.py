@@ -58,11 +58,10 @@ def _naive_rhs(closure: str, L: float, alpha: float, wstar: float):
     """The derived flow in (w_v1, p, w_v2, w_kq), lambdified to numpy: the textbook approach."""
     import sympy as sp
 
-    from reduced_odes import derive_flow
-    from reduced_odes._flow import REDUCED_STATE
-    from reduced_odes._model import ALPHA, WSTAR
     from reduced_odes._positions import SEQ_LEN
-    from reduced_odes._special import NUMERIC_IMPLEMENTATIONS
+    from reduced_odes.models.induction_head.declaration import ALPHA, WSTAR
+    from reduced_odes.models.induction_head.flow import REDUCED_STATE, derive_flow
+    from reduced_odes.models.induction_head.special import NUMERIC_IMPLEMENTATIONS
 
     flow = derive_flow(closure)
     exprs = flow.reduced_rhs.subs({ALPHA: alpha, WSTAR: wstar, SEQ_LEN: L})
@@ -100,9 +99,10 @@ def main(argv=None) -> int:
     repeat = 5 if args.quick else 21
     closure = args.closure
 
-    from reduced_odes import ModelParams, load_system, solve
+    from reduced_odes import load_system, solve
+    from reduced_odes.models.induction_head import ModelParams
 
-    load_system(closure)  # warm the compile cache (derive + compile on a first run)
+    load_system("induction_head", closure)  # warm the compile cache (derive + compile on a first run)
     params = ModelParams(**PARAMS)
     p_small, p_large = (ModelParams(**{**PARAMS, "L": L}) for L in (100, 10**7))
     for p in (params, p_small, p_large):
@@ -157,7 +157,7 @@ def main(argv=None) -> int:
           f"{results['d1e7'].stats.steps / results['d100'].stats.steps:.2f})  "
           f"[{_verdict(ratio <= TARGETS['d'])}: within 1.3x]")
 
-    code_load = f"import reduced_odes; reduced_odes.load_system({closure!r})"
+    code_load = f"import reduced_odes; reduced_odes.load_system('induction_head', {closure!r})"
     base = _subprocess_seconds("pass", tempfile.mkdtemp(), 3)
     with tempfile.TemporaryDirectory() as cold_root:
         cold = []
@@ -167,7 +167,8 @@ def main(argv=None) -> int:
         t_cold = statistics.median(cold)
         warm = _subprocess_seconds(code_load, os.path.join(cold_root, "cache0"), 5)
         first = _subprocess_seconds(
-            code_load + f"; reduced_odes.solve(reduced_odes.ModelParams(), {closure!r})",
+            code_load + "; from reduced_odes.models.induction_head import ModelParams; "
+            f"reduced_odes.solve(ModelParams(), {closure!r})",
             os.path.join(cold_root, "cache0"), 3)
         code_sympy = (code_load + "; import sys; "
                       "assert 'sympy' not in sys.modules, 'warm start imported sympy'")

@@ -34,6 +34,7 @@ _LAZY = {
     **dict.fromkeys(("get_model", "model_for", "registered_models"), "_registry"),
     **dict.fromkeys(("SweepReport", "expand_grid", "load_grid", "read_results", "run_sweep"),
                     "_sweep"),
+    **dict.fromkeys(("solve_setting",), "_sweep_command"),
     **dict.fromkeys(("Claim", "VerifyReport", "verify"), "_verify"),
     **dict.fromkeys(("versions",), "_provenance"),
 }

@@ -73,6 +73,8 @@ class CompiledSystem:
     coordinate_names, state_names, observable_names, domain_labels : tuple of str
     coordinate_ranges : tuple of str
         For each state variable, the values its coordinate can represent.
+    loss : callable
+        ``loss(y, *params) -> [L]``, the model's (reduced) loss.
     """
 
     model: str
@@ -90,6 +92,7 @@ class CompiledSystem:
     key: str
     path: Path
     coordinate_ranges: tuple[str, ...] = ()
+    loss: Callable | None = None
 
     @property
     def size(self) -> int:
@@ -190,7 +193,7 @@ def _system_from_module(module, path: Path) -> CompiledSystem:
                           module.observables, module.margins, module.state, module.coordinates,
                           tuple(module.COORDINATES), tuple(module.STATE),
                           tuple(module.OBSERVABLES), tuple(module.DOMAIN_LABELS), module.KEY, path,
-                          tuple(module.COORDINATE_RANGES))
+                          tuple(module.COORDINATE_RANGES), module.loss)
 
 
 def _generate(model_name: str, variant: str, derivation) -> tuple[str, str]:
@@ -203,7 +206,7 @@ def _generate(model_name: str, variant: str, derivation) -> tuple[str, str]:
     jacobian = list(d.jacobian)
     forward = [_forward(d, i) for i in range(len(d.state))]
     key_material = sp.srepr([list(d.coordinate_rhs), jacobian, observables, list(d.to_state),
-                             forward]) + _versions()
+                             forward, d.loss]) + _versions()
     key = hashlib.sha256((key_material + CODEGEN_VERSION).encode()).hexdigest()[:24]
 
     printer = _printer()
@@ -222,6 +225,7 @@ def _generate(model_name: str, variant: str, derivation) -> tuple[str, str]:
         _function_source("margins", f"y{params}", unpack_y, margins, kernels),
         _function_source("state", f"y{params}", unpack_y, list(d.to_state), kernels),
         _function_source("coordinates", f"x{params}", unpack_x, forward, kernels),
+        _function_source("loss", f"y{params}", unpack_y, [d.in_coordinates(d.loss)], kernels),
     ]
     labels = [f"{sp.sstr(c.lhs - c.rhs)} > 0" for c in d.domain]
     imports = []

@@ -121,6 +121,8 @@ class Model(abc.ABC):
     variant_option: ClassVar[str] = "variant"
     tail: ClassVar[float] = 1.0
     Thresholds: ClassVar[type[Parameters] | None] = None
+    #: Phases that occur in this order at the default parameters (checked by the contract tests).
+    phase_order: ClassVar[tuple[str, ...]] = ()
 
     # -- 3. variants ------------------------------------------------------------------
     def check(self, params: Parameters, variant: str) -> None:

@@ -79,7 +79,8 @@ class Problem:
         so no NaN reaches a trajectory.
         """
         rhs, jac, n = self.system.rhs, self.system.jac, self.system.size
-        nan_rates, nan_jac = [math.nan] * n, [[math.nan] * n for _ in range(n)]
+        nan_rates = [math.nan] * n
+        last_good = [[[math.nan] * n for _ in range(n)]]
 
         def guarded_rhs(t, y, *args):
             try:
@@ -88,10 +89,17 @@ class Problem:
                 return nan_rates
 
         def guarded_jac(t, y, *args):
+            # Outside the domain the last good Jacobian stands in: the implicit methods
+            # reuse stale Jacobians anyway, and BDF's LU factorisation rejects a NaN one,
+            # where the NaN rates alone make it shrink the step.
             try:
-                return jac(t, y, *args)
+                value = jac(t, y, *args)
             except _EVALUATION_ERRORS:
-                return nan_jac
+                return last_good[0]
+            if math.isfinite(sum(map(sum, value))):
+                last_good[0] = value
+                return value
+            return last_good[0]
 
         return guarded_rhs, guarded_jac
 

@@ -46,6 +46,7 @@ class DeepLinear(Model):
     name = "deep_linear"
     description = "two-layer scalar linear network (Saxe, McClelland & Ganguli 2014)"
     Params = DeepLinearParams
+    phase_order = ("T_half",)
 
     def derive(self, variant: str):
         import sympy as sp

@@ -62,6 +62,7 @@ class InductionHead(Model):
     variants = ("linear", "meanfield")
     variant_option = "closure"
     Thresholds = PhaseThresholds
+    phase_order = ("T_I", "T_II", "T_em", "T_III")
 
     def check(self, params: ModelParams, variant: str) -> None:
         params.check_closure(variant)

@@ -1,0 +1,137 @@
+"""The model contract, checked on every registered model (built-in and plug-in alike).
+
+For each model and variant: the derived flow is the negative metric gradient of
+the derived loss; the compiled right-hand side, Jacobian and loss equal SymPy's
+evaluation; the loss does not increase along the trajectory from the model's
+default start; the phases come out in the declared order; and every parameter
+outside its declared range raises ``ParameterError``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from reduced_odes import ParameterError, assert_same, load_system, metric_gradient, solve
+from reduced_odes._registry import _references, get_model
+
+MODELS = list(_references())
+VARIANTS = [(name, variant) for name in MODELS for variant in get_model(name).variants]
+
+
+def _point(model, variant):
+    """The default parameters, their values, and the default start in the coordinates."""
+    params = model.Params()
+    args = tuple(float(a) for a in model.parameter_values(params, variant))
+    return params, args, np.array(model.initial_state(params, variant), dtype=float)
+
+
+def _sympy_values(derivation, exprs, y, args) -> np.ndarray:
+    """``exprs`` evaluated by SymPy at 30 digits at coordinates ``y`` and parameters ``args``."""
+    subs = {**dict(zip(derivation.coordinates, map(sp.Float, y), strict=True)),
+            **dict(zip(derivation.parameters, map(sp.Float, args), strict=True))}
+    return np.array([float(sp.sympify(e).xreplace(subs).evalf(30)) for e in exprs])
+
+
+@pytest.mark.parametrize("name, variant", VARIANTS)
+def test_flow_is_the_negative_metric_gradient_of_the_loss(name, variant):
+    d = get_model(name).derive(variant)
+    expected = metric_gradient(d.loss, d.state, d.metric)
+    for i in range(len(d.state)):
+        # 30-digit evaluation at random points: identities hold to round-off of 1e-25.
+        assert_same(d.rhs[i], expected[i], symbolic=False, points=2)
+
+
+@pytest.mark.parametrize("name, variant", VARIANTS)
+def test_compiled_rhs_jacobian_and_loss_match_sympy(name, variant):
+    model = get_model(name)
+    d, system = model.derive(variant), load_system(model, variant)
+    _, args, y0 = _point(model, variant)
+    # Off the start, so that no coordinate sits at a special value (0, a symmetric point).
+    y = y0 + 0.01 * np.arange(1, y0.size + 1) * (1 + np.abs(y0)) * 1e-2
+    # Compiled float64 code vs 30-digit SymPy: CSE reorders sums, so agreement is to ~1e-12.
+    rtol, atol = 1e-9, 1e-12
+    np.testing.assert_allclose(system.rhs(0.0, y, *args),
+                               _sympy_values(d, d.coordinate_rhs, y, args), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(np.ravel(system.jac(0.0, y, *args)),
+                               _sympy_values(d, list(d.jacobian), y, args), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(system.loss(y, *args),
+                               _sympy_values(d, [d.in_coordinates(d.loss)], y, args),
+                               rtol=rtol, atol=atol)
+
+
+@pytest.fixture(scope="module")
+def trajectories():
+    return {}
+
+
+def _trajectory(cache, name, variant):
+    if (name, variant) not in cache:
+        model = get_model(name)
+        cache[name, variant] = solve(model.Params(), variant, model=model)
+    return cache[name, variant]
+
+
+@pytest.mark.parametrize("name, variant", VARIANTS)
+def test_loss_does_not_increase_along_the_trajectory(trajectories, name, variant):
+    traj = _trajectory(trajectories, name, variant)
+    args = traj.system_args
+    coords = np.column_stack([traj.series[c] for c in traj.system.coordinate_names])
+    loss = np.array([traj.system.loss(y, *args)[0] for y in coords])
+    assert np.all(np.isfinite(loss))
+    # A gradient flow's loss never rises; what may show is round-off, at most the solver's
+    # rtol (1e-10) times the loss's scale (near a zero minimum the relative noise is large).
+    rises = np.diff(loss) / np.abs(loss).max()
+    assert rises.max() <= 1e-9, f"loss rises by {rises.max():.3g} of its scale"
+    assert loss[-1] < loss[0]
+
+
+@pytest.mark.parametrize("name, variant", VARIANTS)
+def test_phases_are_finite_and_in_the_declared_order(trajectories, name, variant):
+    model = get_model(name)
+    traj = _trajectory(trajectories, name, variant)
+    order = [traj.phases[p] for p in model.phase_order]
+    assert all(math.isfinite(t) for t in order), traj.phases
+    assert order == sorted(order), dict(zip(model.phase_order, order, strict=True))
+
+
+def _outside(allowed):
+    """Values just outside a declared range."""
+    if allowed.kind == "flag":
+        return ["maybe", 1]
+    if allowed.kind == "choice":
+        return ["nonesuch"]
+    bad = [math.nan, math.inf, "1.0", True]
+    if math.isfinite(allowed.lo):
+        bad.append(allowed.lo - 1.0 if not allowed.lo_open else allowed.lo)
+    if math.isfinite(allowed.hi):
+        bad.append(allowed.hi + 1.0 if not allowed.hi_open else allowed.hi)
+    if allowed.kind == "integer":
+        bad.append(max(allowed.lo, 0) + 0.5)
+    return bad
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_bad_parameters_raise_parameter_error_naming_them(name):
+    model = get_model(name)
+    fields = model.Params.declared()
+    assert fields, "a model declares its parameters with reduced_odes.parameter()"
+    for item in fields:
+        for value in _outside(item.metadata["allowed"]):
+            with pytest.raises(ParameterError, match=item.name):
+                model.Params(**{item.name: value})
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_defaults_are_valid_and_every_field_has_help(name):
+    model = get_model(name)
+    params = model.Params()
+    for variant in model.variants:
+        model.check(params, variant)
+    for item in model.Params.declared():
+        assert item.metadata["help"], item.name
+    assert dataclasses.is_dataclass(params)
