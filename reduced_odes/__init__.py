@@ -52,4 +52,4 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = sorted([*_LAZY, "__version__"])
+__all__ = sorted([*_LAZY, "__version__"])  # noqa: PLE0604

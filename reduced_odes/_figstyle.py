@@ -62,11 +62,12 @@ def parse_formats(text: str | Sequence[str]) -> list[str]:
     >>> parse_formats("pdf,png")
     ['pdf', 'png']
     """
-    items = [f.strip() for f in text.split(",")] if isinstance(text, str) else list(text)
-    if not items or any(f not in FORMATS for f in items):
+    items = text.split(",") if isinstance(text, str) else list(text)
+    formats = [f.strip().lower().lstrip(".") for f in items if f.strip()]
+    if not formats or any(f not in FORMATS for f in formats):
         raise ParameterError(f"format={text!r}; allowed: a comma-separated list of "
                              f"{', '.join(FORMATS)}")
-    return items
+    return list(dict.fromkeys(formats))
 
 
 def new_figure(height: float, nrows: int, *, ncols: int = 1, sharex: bool = False,

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import sympy as sp
 
+from ..._positions import expect_product
+from ..._version import __version__
+from .declaration import ALPHA, CLOSURES, W_KQ, W_V2, WSTAR, induction_head_readouts
 from .flow import LOG_STATE, REDUCED_STATE, derive_flow, derive_stage1_flow
 from .losses import derive_stage1_loss
-from .declaration import ALPHA, CLOSURES, W_KQ, W_V2, WSTAR, induction_head_readouts
-from ..._positions import expect_product
 from .predictions import derive_predictions
-from ..._version import __version__
 
 __all__ = ["export_derivations", "render_derivations"]
 

@@ -19,10 +19,10 @@ from functools import cache
 
 import sympy as sp
 
-from ..._symbolic import CoordinateChange, Derivation, Identity, assert_same, gradient_flow
 from ..._positions import SEQ_LEN
-from .losses import InductionHeadLosses, derive_losses, derive_stage1_loss
+from ..._symbolic import CoordinateChange, Derivation, Identity, assert_same, gradient_flow
 from .declaration import ALPHA, P1, W_K, W_KQ, W_Q, W_V1, W_V2, WSTAR, P
+from .losses import InductionHeadLosses, derive_losses, derive_stage1_loss
 
 __all__ = ["GradientFlow", "LOG_WKQ", "derivation", "derive_flow", "derive_stage1_flow"]
 

@@ -13,6 +13,8 @@ from functools import cache
 
 import sympy as sp
 
+from ..._positions import SEQ_LEN, expect_product
+from ..._symbolic import assert_same
 from .declaration import (
     ALPHA,
     W_V1,
@@ -21,8 +23,6 @@ from .declaration import (
     induction_head_readouts,
     stage1_readout,
 )
-from ..._positions import SEQ_LEN, expect_product
-from ..._symbolic import assert_same
 from .special import Phi, Psi
 
 __all__ = ["DerivedLoss", "InductionHeadLosses", "derive_losses", "partial_loss"]

@@ -62,18 +62,16 @@ timestamps, so regenerating them from the same data gives identical bytes.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ...._figstyle import COLUMN_WIDTH, FORMATS, OKABE_ITO, parse_formats, render
 from ...._params import ParameterError
 from ..params import ModelParams
 from ._data import (
     CLOSURES,
     DEFAULT_PARAMS,
     FIGURES,
-    FORMATS,
     OVERLAY_FILE,
     load_overlay,
     predictions_data,
@@ -82,15 +80,7 @@ from ._data import (
     trajectory_data,
     trajectory_path,
 )
-from ._style import (
-    COLUMN_WIDTH,
-    MECHANISM_COLOURS,
-    OKABE_ITO,
-    PHASE_NAMES,
-    figure_path,
-    render,
-    save_figure,
-)
+from ._style import MECHANISM_COLOURS, PHASE_NAMES, figure_path, save_figure
 from .closures import plot_closures
 from .convergence import plot_convergence
 from .phases import plot_phases
@@ -106,7 +96,6 @@ __all__ = [
     "OKABE_ITO",
     "OVERLAY_FILE",
     "PHASE_NAMES",
-    "add_arguments",
     "figure_path",
     "load_overlay",
     "make_figures",
@@ -117,22 +106,11 @@ __all__ = [
     "predictions_data",
     "predictions_path",
     "render",
-    "run",
     "save_figure",
     "scaling_records",
     "trajectory_data",
     "trajectory_path",
 ]
-
-
-def _parse_formats(text: str | Sequence[str]) -> list[str]:
-    items = text.split(",") if isinstance(text, str) else list(text)
-    formats = [f.strip().lower().lstrip(".") for f in items if f.strip()]
-    bad = [f for f in formats if f not in FORMATS]
-    if bad or not formats:
-        raise ParameterError(f"format={text!r}; allowed: a comma-separated list of "
-                             f"{', '.join(FORMATS)}")
-    return list(dict.fromkeys(formats))
 
 
 def make_figures(out: str | Path = "figures", data: str | Path | None = None,
@@ -174,7 +152,7 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
 
     log = log or (lambda line: None)
     params = DEFAULT_PARAMS if params is None else params
-    formats = _parse_formats(formats)
+    formats = parse_formats(formats)
     if closure not in (*CLOSURES, "all"):
         raise ParameterError(f"closure={closure!r}; allowed: linear, meanfield, all")
     closures = list(CLOSURES) if closure == "all" else [closure]
@@ -213,29 +191,3 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
     for path in written:
         log(f"wrote {path}")
     return written
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``reduced-odes figures``."""
-    from ..claims import GRIDS
-
-    parser.add_argument("--out", metavar="DIR", default="figures",
-                        help="directory of the figures (default: figures/)")
-    parser.add_argument("--data", metavar="DIR", default=None,
-                        help="directory of the data files (default: <out>/data); missing "
-                             "ones are computed first")
-    parser.add_argument("--format", default="png,pdf",
-                        help="comma-separated formats among png, pdf (default: png,pdf)")
-    parser.add_argument("--closure", choices=(*CLOSURES, "all"), default="all",
-                        help="closures of the per-closure figures; the closures figure "
-                             "needs 'all' (default: all)")
-    parser.add_argument("--grid", choices=tuple(GRIDS), default="default",
-                        help="verify grid feeding plateau_scaling (default: default)")
-
-
-def run(args: argparse.Namespace) -> int:
-    """Handler of ``reduced-odes figures``: ``args`` has out, data, format, closure (grid)."""
-    make_figures(args.out, getattr(args, "data", None), args.format, args.closure,
-                 getattr(args, "grid", None) or "default",
-                 log=lambda line: print(line, file=sys.stdout))
-    return 0

@@ -15,7 +15,6 @@ from ..params import ModelParams, PhaseThresholds
 #: The setting of the ``phases``, ``convergence`` and ``closures`` figures.
 DEFAULT_PARAMS = ModelParams(L=200, alpha=0.5, wstar=0.3, sigma=1e-4)
 FIGURES = ("phases", "plateau_scaling", "convergence", "closures")
-FORMATS = ("png", "pdf")
 CLOSURES = ("linear", "meanfield")
 OVERLAY_FILE = "compare-overlay.json"
 
@@ -56,8 +55,8 @@ def trajectory_data(closure: str, params: ModelParams = DEFAULT_PARAMS,
     Path
         The JSON file (see the module docstring for its contents).
     """
-    from ..predictions import derive_predictions
     from ...._results import read_json, trajectory_record, write_json
+    from ..predictions import derive_predictions
 
     path = trajectory_path(data_dir, closure, params)
     if path.exists() and not force:
@@ -171,8 +170,8 @@ def predictions_data(closure: str, data_dir: str | Path = "figures/data", *,
             return path
         need_l |= set(stored["L"])
         need_s |= set(stored["sigma"])
-    from ..predictions import derive_predictions
     from ...._results import write_json
+    from ..predictions import derive_predictions
 
     lengths = sorted(need_l | {int(round(v)) for v in np.geomspace(40, 2e5, 61)})
     sigmas = sorted(need_s | {float(f"{v:.6g}") for v in np.geomspace(1e-13, 1e-1, 25)})

@@ -2,51 +2,34 @@
 
 from __future__ import annotations
 
-import io
 import math
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from ...._params import ParameterError
+from ...._figstyle import (
+    FORMATS,
+    OKABE_ITO,
+    SERIES,
+    SHADES,
+    STYLE,
+    log_time_axis,
+    log_x,
+    new_figure,
+    sci,
+)
+from ...._figstyle import save_figure as _save
 from ...._version import __version__
-from ._data import FORMATS
 
-#: Okabe & Ito (2008), the colour-blind safe palette.
-OKABE_ITO = {
-    "black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9",
-    "bluish_green": "#009E73", "yellow": "#F0E442", "blue": "#0072B2",
-    "vermillion": "#D55E00", "reddish_purple": "#CC79A7",
-}
 #: One colour per mechanism, in every figure.
 MECHANISM_COLOURS = {"4-gram": OKABE_ITO["blue"], "induction head": OKABE_ITO["vermillion"]}
 _G4, _IH = MECHANISM_COLOURS["4-gram"], MECHANISM_COLOURS["induction head"]
-#: Series that are not a mechanism (several L): the remaining Okabe-Ito colours, with markers.
-_SERIES = [(OKABE_ITO[c], m) for c, m in (("orange", "o"), ("bluish_green", "s"),
-                                          ("reddish_purple", "^"), ("sky_blue", "D"),
-                                          ("black", "v"), ("yellow", "P"))]
-#: Phase shading I..IV: light neutral greys, so the mechanism colours stay the only colours.
-_PHASE_SHADES = ("#F2F2F2", "#DCDCDC", "#BDBDBD", "#E6E6E6")
+_SERIES = SERIES
+_PHASE_SHADES = SHADES
 PHASE_NAMES = ("partial learning", "plateau", "emergence", "convergence")
-
-#: Single-column width (inches) and the type sizes that stay readable there.
-COLUMN_WIDTH = 3.4
-_DPI = 300
-_STYLE = {
-    "font.family": "DejaVu Sans", "font.size": 7.0, "axes.titlesize": 7.0,
-    "axes.labelsize": 7.0, "xtick.labelsize": 6.5, "ytick.labelsize": 6.5,
-    "legend.fontsize": 6.0, "figure.titlesize": 7.5, "lines.linewidth": 1.1,
-    "lines.markersize": 3.5, "axes.linewidth": 0.6, "xtick.major.width": 0.6,
-    "ytick.major.width": 0.6, "xtick.minor.width": 0.4, "ytick.minor.width": 0.4,
-    "xtick.major.size": 2.5, "ytick.major.size": 2.5, "xtick.minor.size": 1.5,
-    "ytick.minor.size": 1.5, "legend.frameon": True, "legend.framealpha": 0.9,
-    "legend.edgecolor": "0.8", "legend.handlelength": 2.0, "legend.borderaxespad": 0.4,
-    "axes.titlepad": 3.0, "mathtext.fontset": "dejavusans", "pdf.fonttype": 42,
-    "pdf.compression": 9, "savefig.dpi": _DPI, "figure.dpi": 100,
-    "axes.unicode_minus": True, "path.simplify": True,
-}
+_STYLE = STYLE
+_new_figure, _sci, _log_time_axis, _log_x = new_figure, sci, log_time_axis, log_x
 _TIME = "t (gradient-flow time)"
 _LG4, _LIH = r"$L_{\mathrm{G4}}$", r"$L_{\mathrm{IH}}$"
 #: Phase-IV display: L_IH below this fraction of its plateau is cancellation noise.
@@ -56,31 +39,9 @@ _NOISE_FLOOR = 1e-13
 _ANCHOR_RATIO = 1e-8
 
 
-def _new_figure(height: float, nrows: int, *, sharex: bool = False, heights=None):
-    import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    with matplotlib.rc_context(_STYLE):
-        fig = Figure(figsize=(COLUMN_WIDTH, height), layout="constrained")
-        FigureCanvasAgg(fig)
-        axes = fig.subplots(nrows, 1, sharex=sharex,
-                            gridspec_kw={"height_ratios": heights} if heights else None)
-    fig.get_layout_engine().set(h_pad=0.04, w_pad=0.04, hspace=0.04)
-    return fig, np.atleast_1d(axes)
-
-
 def _params_text(p: Mapping) -> str:
     return (fr"$L={p['L']:g}$, $\alpha={p['alpha']:g}$, $w^*={p['wstar']:g}$, "
             fr"$\sigma={_sci(p['sigma'])}$")
-
-
-def _sci(value: float) -> str:
-    """``1e-4`` as mathtext ``10^{-4}`` (mantissa kept when it is not 1)."""
-    mantissa, exponent = f"{value:.6e}".split("e")
-    mantissa = mantissa.rstrip("0").rstrip(".")
-    power = f"10^{{{int(exponent)}}}"
-    return power if mantissa == "1" else fr"{mantissa}\times{power}"
 
 
 def _series(record: Mapping) -> dict[str, np.ndarray]:
@@ -120,16 +81,6 @@ def _meta(fig, name: str, closure: str | None, params: Mapping | None, extra: st
     fig._reduced_odes_meta = {"title": name, "subject": subject, "keywords": keywords}
 
 
-def _log_time_axis(ax, lo: float, hi: float) -> None:
-    from matplotlib.ticker import LogLocator, NullFormatter
-
-    ax.set_xscale("log")
-    ax.set_xlim(lo, hi)
-    ax.xaxis.set_major_locator(LogLocator(base=10, numticks=12))
-    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=np.arange(2, 10) * 0.1, numticks=12))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-
-
 def _shade_phases(ax, phases: Mapping[str, float], t_lo: float, t_hi: float,
                   labels: bool) -> bool:
     """Shade phases I-IV on a log-time axis; label them (name inside the band if it fits).
@@ -165,37 +116,6 @@ def _shade_phases(ax, phases: Mapping[str, float], t_lo: float, t_hi: float,
     return in_order
 
 
-def _log_x(ax, lo: float, hi: float) -> None:
-    from matplotlib.ticker import LogLocator, NullFormatter
-
-    ax.set_xscale("log")
-    ax.set_xlim(lo, hi)
-    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=np.arange(2, 10) * 0.1, numticks=12))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-
-
-def render(fig, fmt: str) -> bytes:
-    """The figure as PNG or PDF bytes, with fixed metadata and no timestamps."""
-    import matplotlib
-
-    if fmt not in FORMATS:
-        raise ParameterError(f"format={fmt!r}; allowed: {', '.join(FORMATS)}")
-    meta = getattr(fig, "_reduced_odes_meta", None) or {
-        "title": "figure", "subject": f"reduced-odes {__version__}", "keywords": []}
-    software = f"reduced-odes {__version__} (matplotlib {matplotlib.__version__})"
-    if fmt == "png":
-        metadata = {"Title": meta["title"], "Software": software,
-                    "Description": meta["subject"] + "; " + "; ".join(meta["keywords"])}
-    else:
-        metadata = {"Title": meta["title"], "Subject": meta["subject"],
-                    "Keywords": "; ".join(meta["keywords"]), "Creator": software,
-                    "Producer": software, "CreationDate": None, "ModDate": None}
-    buffer = io.BytesIO()
-    with matplotlib.rc_context(_STYLE):
-        fig.savefig(buffer, format=fmt, dpi=_DPI, metadata=metadata)
-    return buffer.getvalue()
-
-
 def figure_path(out: str | Path, name: str, closure: str | None, fmt: str) -> Path:
     """``<out>/<name>.<fmt>``; closures other than ``linear`` add ``-<closure>``."""
     suffix = "" if closure in (None, "linear") else f"-{closure}"
@@ -204,15 +124,5 @@ def figure_path(out: str | Path, name: str, closure: str | None, fmt: str) -> Pa
 
 def save_figure(fig, out: str | Path, name: str, closure: str | None,
                 formats: Sequence[str] = FORMATS) -> list[Path]:
-    """Write ``fig`` in each format; a file whose bytes are unchanged is not rewritten."""
-    paths = []
-    for fmt in formats:
-        data = render(fig, fmt)
-        path = figure_path(out, name, closure, fmt)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not (path.exists() and path.read_bytes() == data):
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-        paths.append(path)
-    return paths
+    """Write ``fig`` in each format at :func:`figure_path` (unchanged bytes are not rewritten)."""
+    return _save(fig, figure_path(out, name, closure, "x").with_suffix(""), formats)
