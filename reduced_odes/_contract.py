@@ -101,10 +101,12 @@ class Model(abc.ABC):
     (``integrate(params, variant, solver, thresholds, initial) -> Trajectory
     or None``: a protocol that is not one flow, e.g. layer-wise training in
     stages, each stage a :func:`~reduced_odes.solve`; None means the single
-    flow); and the hooks
-    of the commands beyond ``solve``: ``verify``, ``export_derivations``,
-    ``figures``, ``compare`` and ``reproduce``.  A command is offered only for
+    flow); and the hooks of the commands beyond ``solve``: ``claims`` (with
+    ``verify_settings`` and ``measure``) for ``verify``, ``export_derivations``
+    for ``derive``, ``figures`` and ``compare``.  A command is offered only for
     a model that supplies its hook (:meth:`supports`).
+    ``command_options(command, parser)`` may add model-specific options to a
+    command; their values reach the command's hook as keyword arguments.
 
     Examples
     --------

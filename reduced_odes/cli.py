@@ -248,9 +248,14 @@ def _add_compare_arguments(parser: argparse.ArgumentParser, model) -> None:
                         help="directory for the comparison's data files (default: results/)")
 
 
+def _model_options(args: argparse.Namespace) -> dict:
+    """The values of the options the model added to this command (see ``command_options``)."""
+    return {dest: getattr(args, dest) for dest in args.model_options}
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     model = args.model
-    result = model.compare(quick=args.quick, out=Path(args.out))
+    result = model.compare(quick=args.quick, out=Path(args.out), **_model_options(args))
     print(json.dumps(result, indent=2) if args.json else model.format_compare(result))
     return EXIT_OK
 
@@ -358,7 +363,11 @@ def build_parser(model) -> argparse.ArgumentParser:
                                   "package.module:OBJECT (default: induction_head); "
                                   "see 'reduced-odes models'")
         add_arguments(command, model)
-        command.set_defaults(handler=handler, hook=hook)
+        known = {action.dest for action in command._actions}
+        if model.supports("command_options"):
+            model.command_options(name, command)
+        added = [a.dest for a in command._actions if a.dest not in known]
+        command.set_defaults(handler=handler, hook=hook, model_options=added)
     return parser
 
 
