@@ -8,7 +8,6 @@ operations and the dense output is kept as the raw Nordsieck arrays.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable
 

@@ -234,7 +234,7 @@ def _cmd_figures(args: argparse.Namespace) -> int:
     formats = parse_formats(args.format)
     out = Path(args.out or f"figures/{model.name}")
     data = Path(args.data or f"figures/data/{model.name}")
-    for path in model.figures(out, data, formats):
+    for path in model.figures(out, data, formats, **_model_options(args)):
         print(f"wrote {path}")
     return EXIT_OK
 
@@ -297,7 +297,7 @@ def _reproduce_one(model, args: argparse.Namespace) -> int:
     if model.supports("figures"):
         status = max(status, _cmd_figures(argparse.Namespace(
             model=model, out=str(Path(args.figures) / model.name), data=str(data),
-            format="png,pdf")))
+            format="png,pdf", model_options=[])))
     return status
 
 
