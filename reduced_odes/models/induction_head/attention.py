@@ -34,11 +34,11 @@ no sampling noise beyond that of the SGD parameters themselves.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..._params import ParameterError, choice, integer, interval
 from .params import CLOSURE_WSTAR_LIMITS
 
 __all__ = [
@@ -61,33 +61,20 @@ TWO_LAYER_NAMES = ("p1",) + STAGE2_NAMES
 # --------------------------------------------------------------------------- #
 # Input validation
 # --------------------------------------------------------------------------- #
-def _check_real(name: str, value, lo=-math.inf, hi=math.inf, *, lo_open=True, hi_open=True,
-                allowed: str | None = None) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    v = float(value) if ok else math.nan
-    if ok and math.isfinite(v):
-        ok = (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
-    else:
-        ok = False
-    if not ok:
-        if allowed is None:
-            left = "(" if lo_open else "["
-            right = ")" if hi_open else "]"
-            allowed = f"a finite real number in {left}{lo}, {hi}{right}"
-        raise ValueError(f"{name}={value!r} is invalid: {name} must be {allowed}")
-    return v
+def _check_real(name: str, value, lo=-math.inf, hi=math.inf, *, lo_open=True,
+                hi_open=True) -> float:
+    closed = ("" if lo_open else "lo") + ("" if hi_open else "hi")
+    return interval(lo, hi, closed=closed).check(name, value)
 
 
 def _check_int(name: str, value, lo: int) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < lo:
-        raise ValueError(f"{name}={value!r} is invalid: {name} must be an integer >= {lo}")
-    return int(value)
+    if isinstance(value, float):  # an SGD count given as 2.0 is a slip, not a count
+        raise ParameterError(f"{name}={value!r} must be an integer >= {lo}")
+    return integer(lo).check(name, value)
 
 
 def _check_choice(name: str, value, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise ValueError(f"{name}={value!r} is invalid: {name} must be one of {choices}")
-    return value
+    return choice(*choices).check(name, value)
 
 
 def _check_wstar(wstar, attention: str) -> float:
@@ -95,7 +82,7 @@ def _check_wstar(wstar, attention: str) -> float:
     w = _check_real("wstar", wstar)
     limit = CLOSURE_WSTAR_LIMITS.get(attention)  # the closure domains; "exact" has none
     if limit is not None and not abs(w) < limit:
-        raise ValueError(f"wstar={wstar!r} is invalid: attention {attention!r} needs "
+        raise ParameterError(f"wstar={wstar!r} is invalid: attention {attention!r} needs "
                          f"|wstar| < {limit:.6g}")
     return w
 
