@@ -127,3 +127,20 @@ def test_derivation_error_names_the_step(tmp_path):
 def test_commands_a_model_does_not_supply_are_refused():
     done = _cli("verify", "--model", "deep_linear")
     assert done.returncode == 2 and "does not supply 'verify'" in done.stderr
+
+
+def test_entry_point_plugins_are_registered(monkeypatch):
+    import importlib.metadata
+
+    from reduced_odes import _registry
+
+    plugin = importlib.metadata.EntryPoint(
+        "plugin_linear", "reduced_odes.models.deep_linear:MODEL", _registry.ENTRY_POINT_GROUP)
+
+    def entry_points(group):
+        return [plugin] if group == _registry.ENTRY_POINT_GROUP else []
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(_registry, "_LOADED", {})
+    assert "plugin_linear" in _registry._references()
+    assert get_model("plugin_linear") is get_model("deep_linear")
