@@ -100,14 +100,49 @@ class CompiledSystem:
 
 
 def cache_dir() -> Path:
-    """The on-disk cache directory (created on demand)."""
+    """The on-disk cache directory (created on demand).
+
+    ``$REDUCED_ODES_CACHE``, else ``$XDG_CACHE_HOME/reduced-odes``, else
+    ``~/.cache/reduced-odes``.  If that cannot be created or written (a read-only home, a
+    full disk, a path that is a file), a temporary directory private to this process is
+    used instead, with one warning line: the results are the same, only the next run
+    derives again.
+
+    Examples
+    --------
+    >>> cache_dir().is_dir()
+    True
+    """
     root = os.environ.get("REDUCED_ODES_CACHE")
     if root is None:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(base, "reduced-odes")
+    return _usable_cache(root)
+
+
+@functools.cache
+def _usable_cache(root: str) -> Path:
+    """``root`` if a file can be written there, else a per-process temporary cache."""
     path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path) as probe:  # a real write: catches a full disk
+            probe.write(b"\0" * 4096)
+            probe.flush()
+            os.fsync(probe.fileno())
+        return path
+    except OSError as exc:
+        import atexit
+        import shutil
+
+        from ._params import warn
+
+        fallback = Path(tempfile.mkdtemp(prefix="reduced-odes-cache-"))
+        atexit.register(shutil.rmtree, fallback, ignore_errors=True)
+        warn(f"cache directory {root} is not usable ({exc.strerror or exc}); using the "
+             f"temporary cache {fallback} for this process; set REDUCED_ODES_CACHE to a "
+             f"writable directory to keep derivations between runs")
+        return fallback
 
 
 @functools.cache

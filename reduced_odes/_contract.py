@@ -125,6 +125,8 @@ class Model(abc.ABC):
     Thresholds: ClassVar[type[Parameters] | None] = None
     #: Phases that occur in this order at the default parameters (checked by the contract tests).
     phase_order: ClassVar[tuple[str, ...]] = ()
+    #: Series that cannot be negative (losses): round-off below 0 is reported as 0.
+    nonnegative: ClassVar[tuple[str, ...]] = ()
 
     # -- 3. variants ------------------------------------------------------------------
     def check(self, params: Parameters, variant: str) -> None:
@@ -151,7 +153,11 @@ class Model(abc.ABC):
 
     @abc.abstractmethod
     def settled(self, params: Parameters, variant: str) -> Callable[[Sequence[float]], float]:
-        """Stop rule: ``f(y) <= 0`` once every block of the state has reached its final regime."""
+        """Stop rule: ``f(y) <= 0`` once every block of the state has reached its final regime.
+
+        ``f(t, y)`` (two arguments) is allowed too, for a regime defined with time, such as
+        an algebraic tail ``t * L -> c``.
+        """
 
     @abc.abstractmethod
     def horizon(self, params: Parameters, variant: str) -> float:

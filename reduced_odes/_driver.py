@@ -26,7 +26,7 @@ class Problem:
     system: CompiledSystem
     args: tuple[float, ...]
     y0: np.ndarray
-    settled: Callable[[np.ndarray], float]  # <= 0 once every block is in its final regime
+    settled: Callable[[float, np.ndarray], float]  # (t, y) <= 0 once every block is final
     horizon: float
     tail: float  # after settling at t_s, run on to (1 + tail) t_s
     t_end: float | None  # a fixed end instead of the stop rule

@@ -172,7 +172,7 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
     system = load_system(model, variant)
     args = tuple(float(a) for a in model.parameter_values(params, variant))
     y0 = _initial_state(model, params, variant, initial, system, args)
-    problem = Problem(system, args, y0, model.settled(params, variant),
+    problem = Problem(system, args, y0, _stop_rule(model.settled(params, variant)),
                       float(model.horizon(params, variant)), float(model.tail), solver.t_end,
                       solver.method, solver.rtol, solver.atol,
                       f"model {model.name!r} ({model.variant_option} {variant!r})")
@@ -185,6 +185,25 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
     if run is None:
         run = _ivp_run(problem)
     return _assemble(model, params, variant, solver, thresholds, problem, run)
+
+
+def _stop_rule(rule):
+    """The model's stop rule as ``f(t, y)``: a rule of the state alone, ``f(y)``, ignores ``t``.
+
+    Examples
+    --------
+    >>> _stop_rule(lambda y: y[0])(5.0, [-1.0])
+    -1.0
+    >>> _stop_rule(lambda t, y: t + y[0])(5.0, [-1.0])
+    4.0
+    """
+    import inspect
+
+    try:
+        takes_time = len(inspect.signature(rule).parameters) >= 2
+    except (TypeError, ValueError):  # a builtin without a signature: a rule of y
+        takes_time = False
+    return rule if takes_time else (lambda t, y: rule(y))
 
 
 def _series_at(system: CompiledSystem, y: np.ndarray, args) -> dict[str, np.ndarray]:
@@ -211,10 +230,25 @@ def _assemble(model, params, variant, solver, thresholds, problem: Problem,
     initial = {k: float(v[0]) for k, v in _series_at(system, problem.y0[:, None], args).items()}
     crossings = model.phases(params, variant, initial, thresholds)
     phases = {c.name: _crossing_time(system, run, args, c) for c in crossings}
+    series = _series_at(system, y, args)
+    unreached = {c.name: _why_not_reached(c, series, t_end) for c in crossings
+                 if not math.isfinite(phases[c.name])}
+    for name in model.nonnegative:
+        # A loss is a sum of O(1) terms of both signs; near its minimum they cancel to
+        # round-off (|error| ~ 1e-16), which can show as a tiny negative value.
+        series[name] = np.maximum(series[name], 0.0)
     stats = SolverStats(solver.method, solver.rtol, solver.atol, nfev=run.nfev, njev=run.njev,
                         nlu=run.nlu, steps=len(run.steps) - 1)
     return Trajectory(model.name, variant, model.variant_option, params, solver, thresholds, t,
-                      _series_at(system, y, args), phases, stats, run.dense, system)
+                      series, phases, stats, run.dense, system, unreached)
+
+
+def _why_not_reached(crossing: Crossing, series: dict, t_end: float) -> str:
+    """Why a phase has no time: where its quantity ended, against its level."""
+    relation = ">=" if crossing.direction > 0 else "<="
+    final = float(series[crossing.quantity][-1])
+    return (f"not reached by the end of the run at t={t_end:.6g}: {crossing.quantity} ended at "
+            f"{final:.6g}, the phase needs {crossing.quantity} {relation} {crossing.level:.6g}")
 
 
 def _evaluator(system: CompiledSystem, args, quantity: str):

@@ -24,7 +24,7 @@ def _ivp_piece(problem: Problem, y0, t0: float, t1: float, converge: bool):
     if problem.system.domain_labels:
         events.append(_terminal(lambda t, y, *_: min(problem.margins(y))))
     if converge:
-        events.append(_terminal(lambda t, y, *_: problem.settled(y)))
+        events.append(_terminal(lambda t, y, *_: problem.settled(t, y)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # LSODA's own excess-work notes
         try:
@@ -41,7 +41,7 @@ def _ivp_run(problem: Problem) -> _Run:
     pieces, t0, y = [], 0.0, problem.y0
     fixed_end = problem.t_end is not None
     t1 = problem.t_end if fixed_end else problem.horizon
-    converge = not fixed_end and problem.settled(y) > 0
+    converge = not fixed_end and problem.settled(0.0, y) > 0
     fixed_end = fixed_end or not converge  # started settled: run to the horizon
     edge = 0 if problem.system.domain_labels else None
     settle = (1 if edge is not None else 0) if converge else None

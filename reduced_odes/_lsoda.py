@@ -87,7 +87,7 @@ def _lsoda_run(problem: Problem) -> _Run:
     t_out = problem.t_end if fixed_end else problem.horizon
     rwork[0] = t_out
     margins, edge_free = problem.system.margins, bool(problem.system.domain_labels)
-    inside = settled(y0) <= 0
+    inside = settled(0.0, y0) <= 0
     if inside and not fixed_end:  # started settled: run to the first horizon
         fixed_end = True
     ts, records, orders = [0.0], [], []
@@ -134,11 +134,11 @@ def _lsoda_run(problem: Problem) -> _Run:
                 if t >= t_out:
                     break
                 continue
-            near = settled(y) <= 0
+            near = settled(t, y) <= 0
             if near and not inside:
                 # First entry into the final regime: t_end = (1 + tail) * (the entry time).
-                dense = _nordsieck(ts, records, orders, n)
-                t_conv = root_in_step(dense.segment(len(ts) - 2), lambda v: -settled(v),
+                segment = _nordsieck(ts, records, orders, n).segment(len(ts) - 2)
+                t_conv = root_in_step(lambda s: (s, segment(s)), lambda ty: -settled(*ty),
                                       ts[-2], ts[-1])
                 fixed_end, t_out = True, max(t_conv * (1 + problem.tail), t)
                 rwork[0] = t_out

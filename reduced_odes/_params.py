@@ -37,6 +37,23 @@ class ParameterError(ValueError):
     """An input outside its allowed range; the message names it, its value and the range."""
 
 
+def warn(message: str) -> None:
+    """One warning line on stderr, ``reduced-odes: warning: <message>`` (no source location).
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> err = io.StringIO()
+    >>> with contextlib.redirect_stderr(err):
+    ...     warn("cache is read-only")
+    >>> err.getvalue()
+    'reduced-odes: warning: cache is read-only\\n'
+    """
+    import sys
+
+    print(f"reduced-odes: warning: {message}", file=sys.stderr, flush=True)
+
+
 def _number(name: str, value, allowed: str) -> float:
     """``value`` as a finite float, or a ParameterError naming ``name`` and ``allowed``."""
     if isinstance(value, bool) or isinstance(value, str):

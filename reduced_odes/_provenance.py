@@ -7,7 +7,7 @@ import platform
 
 from ._version import __version__
 
-__all__ = ["versions"]
+__all__ = ["platform_stamp", "versions"]
 
 
 def versions() -> dict[str, str]:
@@ -25,3 +25,47 @@ def versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             stamp[name] = "not installed"
     return stamp
+
+
+def _cpu() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux), else what :mod:`platform` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _blas() -> list[dict] | dict:
+    """The BLAS in use: ``threadpoolctl``'s runtime view if installed (it names the kernel
+    OpenBLAS picked for this CPU), else NumPy's build configuration."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        import numpy as np
+
+        config = np.show_config(mode="dicts") or {}
+        return {"source": "numpy.show_config",
+                **{k: v for k, v in config.get("Build Dependencies", {}).items()
+                   if k in ("blas", "lapack")}}
+    keys = ("internal_api", "version", "architecture", "threading_layer", "num_threads")
+    return [{k: info.get(k) for k in keys} for info in threadpool_info()
+            if info.get("user_api") == "blas"]
+
+
+def platform_stamp() -> dict:
+    """The machine a result was computed on: CPU, BLAS (numbers such as LSODA's nfev depend
+    on the BLAS kernel chosen per CPU) and the ``OPENBLAS_CORETYPE`` override, if any.
+
+    Examples
+    --------
+    >>> sorted(platform_stamp())
+    ['blas', 'cpu', 'machine', 'openblas_coretype', 'system']
+    """
+    import os
+
+    return {"cpu": _cpu(), "machine": platform.machine(), "system": platform.system(),
+            "blas": _blas(), "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE")}

@@ -10,7 +10,11 @@ import numpy as np
 
 from ._compile import atomic_write as _atomic_write
 
-__all__ = ["read_json", "trajectory_record", "write_json"]
+__all__ = ["dumps_record", "loads_record", "read_json", "trajectory_record", "write_json"]
+
+#: Key of a record that lists, by JSON pointer, the values stored as ``null`` and why.
+NULL_REASONS = "null_reasons"
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
 def _clean(value):
@@ -26,6 +30,60 @@ def _clean(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def _strict(value, pointer: str, reasons: dict[str, str]):
+    """JSON-safe copy of ``value``; each non-finite float becomes None, its name in ``reasons``."""
+    if isinstance(value, dict):
+        return {str(k): _strict(v, f"{pointer}/{k}", reasons) for k, v in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [_strict(v, f"{pointer}/{i}", reasons) for i, v in enumerate(list(value))]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        reasons[pointer] = json.dumps(value)  # 'NaN', 'Infinity' or '-Infinity'
+        return None
+    return value
+
+
+def dumps_record(record: dict) -> str:
+    """One strict-JSON line (no bare ``NaN``): a non-finite float is stored as ``null`` and
+    its JSON pointer and value are listed under ``"null_reasons"``.
+
+    Examples
+    --------
+    >>> line = dumps_record({"key": "k", "result": {"rate": float("nan")}})
+    >>> line
+    '{"key": "k", "result": {"rate": null}, "null_reasons": {"/result/rate": "NaN"}}'
+    >>> loads_record(line)["result"]["rate"]
+    nan
+    """
+    reasons: dict[str, str] = {}
+    clean = _strict(record, "", reasons)
+    if reasons:
+        clean[NULL_REASONS] = reasons
+    return json.dumps(clean, allow_nan=False, sort_keys=False)
+
+
+def loads_record(line: str | bytes) -> dict:
+    """Inverse of :func:`dumps_record`: the ``null`` values it listed become floats again.
+
+    Bare ``NaN`` (files written before strict JSON) is still read.  Raises ValueError if
+    ``line`` is not a JSON object.
+    """
+    record = json.loads(line)
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    for pointer, text in record.pop(NULL_REASONS, {}).items():
+        *parents, last = pointer.split("/")[1:]
+        node = record
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        if isinstance(node, list):
+            node[int(last)] = _NONFINITE[text]
+        else:
+            node[last] = _NONFINITE[text]
+    return record
 
 
 def trajectory_record(trajectory) -> dict:
@@ -48,7 +106,8 @@ def write_json(path: str | Path, document: dict) -> Path:
     """Write ``document`` atomically as indented JSON (sorted keys: stable diffs)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, json.dumps(_clean(document), indent=1, sort_keys=True) + "\n")
+    _atomic_write(path, json.dumps(_clean(document), indent=1, sort_keys=True,
+                                   allow_nan=False) + "\n")
     return path
 
 

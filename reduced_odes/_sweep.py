@@ -6,9 +6,11 @@ Each finished task appends one JSON line ``{"key", "setting", "result" | "error"
 """
 
 import concurrent.futures as cf
+import contextlib
 import hashlib
 import itertools
 import json
+import math
 import os
 import sys
 import time
@@ -19,7 +21,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SweepReport", "expand_grid", "load_grid", "read_results", "run_sweep", "setting_key"]
+from ._params import ParameterError, warn
+from ._results import dumps_record, loads_record
+
+__all__ = ["ResultsFileError", "SweepReport", "expand_grid", "load_grid", "process_pool",
+           "read_results", "repair_results", "results_lock", "run_sweep", "setting_key",
+           "worker_count"]
 
 Setting = dict[str, Any]
 _HEAD = b'{"key": "'  # how every results line starts
@@ -80,6 +87,9 @@ def load_grid(path: str | os.PathLike[str]) -> list[Setting]:
     for grid in grids:
         if clash := sorted(set(grid) & set(fixed)):
             raise ValueError(f"{path}: parameter(s) {clash} appear in both [grid] and [fixed]")
+        if empty := sorted(k for k, v in grid.items() if isinstance(v, list) and not v):
+            raise ValueError(f"{path}: [grid] {', '.join(empty)} = [] leaves no setting; "
+                             f"allowed: a non-empty list or a single value")
         for setting in expand_grid(grid):
             unique.setdefault(setting_key(setting | fixed), setting | fixed)
     return list(unique.values())
@@ -97,29 +107,202 @@ def setting_key(setting: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _parse(data: bytes, name: Any) -> tuple[list[dict[str, Any]], int]:
-    """Records in ``data`` and the end of its committed part (lines with their newline)."""
+class ResultsFileError(ParameterError):
+    """A results file that is corrupt or not a results file; the message names file and line."""
+
+
+def _record(line: bytes) -> dict[str, Any]:
+    """The record of one results line; ValueError if it is not one."""
+    record = loads_record(line)  # JSON and UTF-8 errors are ValueErrors
+    if not isinstance(record.get("key"), str) or "setting" not in record:
+        raise ValueError("not a sweep record (no 'key' and 'setting')")
+    return record
+
+
+def _parse(data: bytes, name: Any, *, repair: bool = False) -> tuple[list[dict[str, Any]], int]:
+    """Records in ``data`` and the end of its committed part (lines with their newline).
+
+    A tail after the last newline, torn by a killed writer or NUL-filled by a crash (the file
+    grew but its data never reached the disk), is dropped with a warning.  Any other bad line
+    raises :class:`ResultsFileError`, unless ``repair`` (then it is dropped with a warning).
+    """
     *lines, tail = data.split(b"\n")
-    if not _HEAD.startswith(tail.strip()[: len(_HEAD)]):  # a torn line starts like a record
-        raise ValueError(f"{name}:{len(lines) + 1}: not a results line: {tail[:40]!r}")
-    records = []
+    text = tail.rstrip(b"\0").strip()
+    if text and not _HEAD.startswith(text[: len(_HEAD)]) and not repair:
+        raise ResultsFileError(f"{name}:{len(lines) + 1}: not a results line: {text[:40]!r}; "
+                               f"--repair keeps the valid lines")
+    if tail:
+        warn(f"{name}:{len(lines) + 1}: dropped an incomplete last line ({len(tail)} bytes, "
+             f"{'NUL-filled' if not text else 'torn'})")
+    records, dropped = [], 0
     for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
         try:
-            if line.strip():
-                records.append(json.loads(line))  # JSON and UTF-8 errors are ValueErrors
-                if not isinstance(records[-1], dict) or "key" not in records[-1]:
-                    raise ValueError("not a sweep record")
-        except ValueError as exc:
-            raise ValueError(f"{name}:{lineno}: corrupt results line: {exc}") from exc
+            records.append(_record(line))
+        except (ValueError, KeyError, IndexError) as exc:
+            if not repair:
+                raise ResultsFileError(f"{name}:{lineno}: corrupt results line ({exc}); "
+                                       f"--repair keeps the valid lines") from None
+            dropped += 1
+    if dropped:
+        warn(f"{name}: --repair dropped {dropped} corrupt line(s)")
     return records, len(data) - len(tail)
 
 
 def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """All records (successes and errors) of a results file, in file order.
 
-    A last line without its newline (torn by a killed writer) is ignored.
+    A last line without its newline (torn by a killed writer, or NUL-filled) is ignored with
+    a warning; any other corrupt line raises :class:`ResultsFileError` naming file and line.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> _ = path.write_bytes(b'{"key": "a", "setting": {}, "result": 1}\\n{"key": "b", "se')
+    >>> [r["key"] for r in read_results(path)]  # doctest: +SKIP
+    ['a']
     """
     return _parse(Path(path).read_bytes(), path)[0]
+
+
+def repair_results(path: str | os.PathLike[str]) -> int:
+    """Rewrite a results file keeping its valid lines; the number of records kept.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> _ = path.write_bytes(b'{"key": "a", "setting": {}, "result": 1}\\n\\x00garbage\\n')
+    >>> repair_results(path)  # doctest: +SKIP
+    1
+    """
+    from ._compile import atomic_write
+
+    path = Path(path)
+    if not path.exists():
+        return 0
+    with results_lock(path):
+        records, _ = _parse(path.read_bytes(), path, repair=True)
+        atomic_write(path, "".join(dumps_record(r) + "\n" for r in records))
+    return len(records)
+
+
+#: Descriptors holding a results lock; a forked worker closes its copies, so that a killed
+#: run's lock ends with the run, not with its last worker.
+_HELD_LOCKS: set[int] = set()
+
+
+@contextlib.contextmanager
+def results_lock(path: Path):
+    """Hold an exclusive lock on ``path`` (created if missing) for one run.
+
+    A second run on the same results file would compute every pending setting again, so it
+    stops at once with a :class:`ParameterError` instead of waiting behind the first.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> with results_lock(path):
+    ...     with results_lock(path):
+    ...         pass
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: results file ... is in use by another run ...
+    """
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks on this platform: run unlocked
+        yield
+        return
+    with open(path, "ab") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ParameterError(f"results file {str(path)!r} is in use by another run "
+                                 f"(sweep or verify); wait for it to finish") from None
+        _HELD_LOCKS.add(handle.fileno())
+        try:
+            yield
+        finally:
+            _HELD_LOCKS.discard(handle.fileno())
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def worker_count(requested: int | None, tasks: int) -> int:
+    """Processes to start: ``requested`` (default: every core), capped at the cores and tasks.
+
+    Examples
+    --------
+    >>> worker_count(32, 1)
+    1
+    >>> worker_count(None, 10**6) == (os.cpu_count() or 1)
+    True
+    """
+    cores = os.cpu_count() or 1
+    return max(1, min(requested or cores, cores, tasks))
+
+
+def _watch_parent(parent: int) -> None:
+    """Exit this worker once its parent is gone (re-parented: a SIGKILL leaves no cleanup)."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
+def _worker_init(parent: int) -> None:
+    """Worker set-up: Ctrl-C is the parent's to handle, and no worker outlives its parent."""
+    import signal
+    import threading
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # else each worker prints a traceback
+    for fd in list(_HELD_LOCKS):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def process_pool(requested: int | None, tasks: int) -> cf.ProcessPoolExecutor:
+    """A process pool of :func:`worker_count` workers that ignore Ctrl-C and die with the parent.
+
+    Examples
+    --------
+    >>> with process_pool(4, 1) as pool:
+    ...     pool._max_workers
+    1
+    """
+    return cf.ProcessPoolExecutor(worker_count(requested, tasks), initializer=_worker_init,
+                                  initargs=(os.getpid(),))
+
+
+def _stop(pool: cf.ProcessPoolExecutor) -> None:
+    """Stop a pool at once: cancel what waits and terminate the workers (which ignore Ctrl-C).
+
+    Terminating the workers breaks the pool, and its manager thread then fails to
+    mark the already-cancelled futures (``InvalidStateError``); that thread's
+    report is expected here and is kept off stderr while the pool winds down.
+    """
+    import threading
+
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown() forgets it
+    previous = threading.excepthook
+
+    def quiet(args):
+        if not issubclass(args.exc_type, cf.InvalidStateError | cf.BrokenExecutor):
+            previous(args)
+
+    threading.excepthook = quiet
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        if manager is not None:
+            manager.join(timeout=10)
+    finally:
+        threading.excepthook = previous
 
 
 @dataclass(frozen=True)
@@ -134,28 +317,46 @@ class SweepReport:
     records: list[dict[str, Any]]  # successful records after the run, in the order of settings
 
 
-def _progress(show: bool, outcomes: dict, total: int, start: float, end: str = "") -> None:
-    """Progress line: count/total, percent, elapsed time and ETA from the mean completion rate."""
-    if show:
-        count, elapsed = sum(outcomes.values()), time.monotonic() - start
-        eta = timedelta(seconds=round(elapsed / count * (total - count))) if count else "?"
+class _Progress:
+    """Progress on stderr: count/total, percent, elapsed time, ETA from the mean rate.
+
+    On a terminal one line is rewritten in place; otherwise (a log file, CI) plain lines, one
+    per 5% of the settings or per 30 s, whichever comes first, so that logs stay short and
+    hold no carriage returns.
+    """
+
+    def __init__(self, show: bool, total: int):
+        self.show, self.total, self.start = show, total, time.monotonic()
+        self.tty, self.last = sys.stderr.isatty(), (-1, -math.inf)
+
+    def __call__(self, outcomes: dict, final: bool = False) -> None:
+        count, now = sum(outcomes.values()), time.monotonic()
+        step = max(1, self.total // 20)
+        due = self.tty or final or count // step > self.last[0] // step or now - self.last[1] > 30
+        if not self.show or not due or (final and not self.tty and count == self.last[0]):
+            return
+        self.last = (count, now)
+        elapsed = now - self.start
+        eta = timedelta(seconds=round(elapsed / count * (self.total - count))) if count else "?"
         failed = f", {outcomes[False]} failed" if outcomes[False] else ""
-        print(f"\rsweep {count}/{total} ({100 * count // total}%) elapsed "
-              f"{timedelta(seconds=round(elapsed))} eta {eta}{failed}  ", end=end, file=sys.stderr,
-              flush=True)
+        text = (f"sweep {count}/{self.total} ({100 * count // self.total}%) elapsed "
+                f"{timedelta(seconds=round(elapsed))} eta {eta}{failed}")
+        if self.tty:
+            print(f"\r{text}  ", end="\n" if final else "", file=sys.stderr, flush=True)
+        else:
+            print(text, file=sys.stderr, flush=True)
 
 
 def _line(key: str, setting: Setting, future: cf.Future, metadata: dict) -> tuple[bytes, bool]:
     """The results line of a finished future, and whether it records a success."""
     record: dict[str, Any] = {"key": key, "setting": setting}
     try:
-        line = json.dumps(record | {"result": future.result(), "metadata": metadata},
-                          default=_tolist)
+        line = dumps_record(record | {"result": future.result(), "metadata": metadata})
     except cf.BrokenExecutor:  # the executor died: not this setting's fault
         raise
     except Exception as exc:  # the task raised, or its result is not JSON serialisable
         record |= {"error": f"{type(exc).__name__}: {exc}", "metadata": metadata}
-        return json.dumps(record, default=_tolist).encode() + b"\n", False
+        return dumps_record(record).encode() + b"\n", False
     return line.encode() + b"\n", True
 
 
@@ -183,8 +384,11 @@ def run_sweep(
     executor
         E.g. dask's ``client.get_executor()``; left running.  Default: a
         ``ProcessPoolExecutor(max_workers)``, shut down on return.
+    max_workers
+        Processes of the default executor (default: every core); never more than the
+        cores or the pending settings.
     progress
-        Progress line with ETA on stderr; None: only if stderr is a terminal.
+        Progress on stderr (see ``_Progress``); None: only if stderr is a terminal.
     metadata
         JSON-serialisable dict (versions, solver settings, ...) stored in every line.
 
@@ -207,16 +411,34 @@ def run_sweep(
     todo: dict[str, Setting] = {}
     for setting in settings:
         todo.setdefault(setting_key(setting), dict(setting))
-    data = path.read_bytes() if path.exists() else b""
+    with results_lock(path):
+        outcomes = _run_pending(todo, task, path, executor, max_workers, progress, metadata)
+        successes = {r["key"]: r for r in reversed(read_results(path)) if "result" in r}
+    pending = sum(outcomes.values())
+    return SweepReport(
+        total=len(todo), skipped=len(todo) - pending, completed=outcomes[True],
+        failed=outcomes[False], results_path=path,
+        records=[successes[key] for key in todo if key in successes],
+    )
+
+
+def _run_pending(todo: dict[str, Setting], task: Callable, path: Path, executor,
+                 max_workers: int | None, progress: bool | None, metadata: dict) -> dict:
+    """Run the settings of ``todo`` without a result in ``path``; ``{ok: count}``."""
+    data = path.read_bytes()
     records, intact = _parse(data, path)
     if intact < len(data):  # cut a torn last line, so that appends start on a fresh line
         os.truncate(path, intact)
     done = {record["key"] for record in records if "result" in record}
     pending = {key: setting for key, setting in todo.items() if key not in done}
-    outcomes, futures, start = {True: 0, False: 0}, {}, time.monotonic()
-    pool = cf.ProcessPoolExecutor(max_workers) if executor is None else executor
-    show = bool(pending) and (sys.stderr.isatty() if progress is None else progress)
-    _progress(show, outcomes, len(pending), start)
+    outcomes: dict[bool, int] = {True: 0, False: 0}
+    if not pending:
+        return outcomes
+    futures: dict[cf.Future, str] = {}
+    pool = process_pool(max_workers, len(pending)) if executor is None else executor
+    show = progress if progress is not None else sys.stderr.isatty()
+    report = _Progress(show, len(pending))
+    report(outcomes)
     try:
         with open(path, "ab") as fh:
             for key, setting in pending.items():
@@ -227,20 +449,15 @@ def run_sweep(
                 fh.flush()
                 os.fsync(fh.fileno())
                 outcomes[ok] += 1
-                _progress(show, outcomes, len(pending), start)
+                report(outcomes)
     except BaseException:  # e.g. KeyboardInterrupt: finished lines stay, the rest is dropped
         for future in futures:
             future.cancel()
         if executor is None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            _stop(pool)
         raise
     finally:
-        _progress(show, outcomes, len(pending), start, end="\n")
+        report(outcomes, final=True)
     if executor is None:
         pool.shutdown()
-    successes = {r["key"]: r for r in reversed(read_results(path)) if "result" in r}
-    return SweepReport(
-        total=len(todo), skipped=len(todo) - len(pending), completed=outcomes[True],
-        failed=outcomes[False], results_path=path,
-        records=[successes[key] for key in todo if key in successes],
-    )
+    return outcomes

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 import sys
 from typing import Any
 
@@ -50,14 +51,16 @@ def add_arguments(parser: argparse.ArgumentParser, model) -> None:
     parser.add_argument("--out", default="results.jsonl", metavar="FILE.jsonl",
                         help="results file, appended to; settings already in it are skipped "
                              "(default: results.jsonl)")
-    parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="worker processes (default: the number of CPUs)")
+    from .cli import add_run_options
+
+    add_run_options(parser)
     parser.add_argument(f"--{model.variant_option}", dest="variant", choices=model.variants,
                         default=model.variants[0],
                         help=f"{model.variant_option} of the settings that do not name one "
                              f"(default: {model.variants[0]})")
     parser.add_argument("--no-progress", dest="progress", action="store_false",
-                        help="no progress line on stderr")
+                        help="no progress on stderr (default: progress, one plain line per 5%% "
+                             "when stderr is not a terminal)")
 
 
 def _split(model, setting: dict[str, Any]):
@@ -92,13 +95,15 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``reduced-odes sweep``; see the module docstring for the exit status."""
     from ._compile import load_system
     from ._params import ParameterError, SolverConfig
-    from ._provenance import versions
+    from ._provenance import platform_stamp, versions
     from ._registry import reference
     from ._sweep import load_grid, run_sweep
 
+    from .cli import check_run_options, writable
+
     model = args.model
-    if args.workers is not None and args.workers < 1:
-        raise ParameterError(f"workers={args.workers} must be an integer >= 1")
+    writable(args.out, "file")
+    check_run_options(args, Path(args.out))
     try:
         settings = load_grid(args.grid)
     except OSError as exc:
@@ -115,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError(f"{exc} (in grid setting {setting})") from None
     for variant in sorted({s[model.variant_option] for s in settings}):
         load_system(model, variant)  # derive and compile once here, not in every worker
-    metadata = {"versions": versions(), "solver_defaults": SolverConfig().as_dict(),
+    metadata = {"versions": versions(), "platform": platform_stamp(),
+                "solver_defaults": SolverConfig().as_dict(),
                 "grid": os.path.abspath(args.grid)}
     report = run_sweep(settings, solve_setting, args.out, max_workers=args.workers,
                        progress=args.progress, metadata=metadata)

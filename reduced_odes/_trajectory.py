@@ -52,6 +52,8 @@ class Trajectory:
         (e.g. ``w_kq``, ``log_w_kq``, ``L_G4``).
     phases : dict
         Phase times, located by root-finding on the dense output (NaN: not reached).
+    unreached : dict
+        For each phase not reached, the reason (``solve --json``: ``phase_outcomes``).
     stats : SolverStats
     dense : callable
         ``dense(t)``: the integration coordinates at ``t`` (shape ``(k,)`` for a
@@ -70,6 +72,8 @@ class Trajectory:
     stats: SolverStats
     dense: Callable = field(repr=False)
     system: Any = field(repr=False)
+    #: Phase name -> why it has no time (only the phases not reached).
+    unreached: dict[str, str] = field(default_factory=dict)
 
     @property
     def state(self) -> np.ndarray:
@@ -110,6 +114,8 @@ class Trajectory:
             "params": self.params.as_dict(),
             self.variant_option: self.variant,
             "phases": {k: _json_float(v) for k, v in self.phases.items()},
+            "phase_outcomes": {k: {"reached": k not in self.unreached,
+                                   "reason": self.unreached.get(k)} for k in self.phases},
             "final": {k: _json_float(v) for k, v in self.final.items()},
             "solver": {**self.stats.as_dict(), "t_end": float(self.t[-1])},
             "versions": versions(),

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ._params import ParameterError, SolverConfig
-from ._provenance import versions
+from ._provenance import platform_stamp, versions
 
 __all__ = ["Claim", "VerifyReport", "informative", "measure_task", "verify", "worst"]
 
@@ -67,6 +67,13 @@ def worst(name: str, rows: Sequence[tuple[float, float, float, str]], tolerance:
                  f"worst of {len(rows)}: {where}")
 
 
+def _sorted(value):
+    """``value`` with every mapping's keys sorted (stable files, whatever the worker order)."""
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    return [_sorted(v) for v in value] if isinstance(value, list) else value
+
+
 def _fmt(value) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "n/a"
@@ -104,7 +111,8 @@ class VerifyReport:
         return {"model": self.model, "grid": self.grid, "passed": self.passed,
                 "claims": [c.as_dict() for c in self.claims], **self.metadata,
                 "skipped": self.skipped, "files": self.files,
-                "solver": SolverConfig().as_dict(), "versions": versions()}
+                "solver": SolverConfig().as_dict(), "versions": versions(),
+                "platform": platform_stamp()}
 
 
 def measure_task(setting: Mapping) -> dict:
@@ -119,7 +127,7 @@ def measure_task(setting: Mapping) -> dict:
 
 
 def verify(model, grid: str = "quick", variant: str | None = None,
-           out: str | Path | None = None, *, executor=None,
+           out: str | Path | None = None, *, executor=None, max_workers: int | None = None,
            progress: bool | None = None) -> VerifyReport:
     """Run a model's verification grid and evaluate every claim.
 
@@ -136,6 +144,10 @@ def verify(model, grid: str = "quick", variant: str | None = None,
         ``verify-<grid>.json`` (claims) and ``verify-<grid>.md`` (table).
     executor : concurrent.futures.Executor, optional
         Where settings run (default: a process pool on all cores).
+    max_workers : int, optional
+        Processes of the default pool (capped at the cores and the settings).
+    progress : bool, optional
+        Progress on stderr (None: only on a terminal).
 
     Examples
     --------
@@ -145,6 +157,7 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     """
     from ._compile import atomic_write, load_system
     from ._registry import get_model, reference
+    from ._results import dumps_record
     from ._sweep import run_sweep
 
     model = get_model(model)
@@ -163,11 +176,12 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     metadata = {"versions": versions(), "solver": SolverConfig().as_dict()}
     ref = reference(model)
     sweep = run_sweep([{"model": ref, **s} for s in settings], measure_task, raw,
-                      executor=executor, progress=progress, metadata=metadata)
+                      executor=executor, max_workers=max_workers, progress=progress,
+                      metadata=metadata)
     records = sweep.records
     if len(records) == len(settings):
         # Complete: rewrite in grid order, so the file does not depend on worker timing.
-        atomic_write(raw, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+        atomic_write(raw, "".join(dumps_record(_sorted(r)) + "\n" for r in records))
     records = [dict(r) for r in records]
     claims = list(model.claims(records, variants))
     extra = model.verify_metadata() if model.supports("verify_metadata") else {}

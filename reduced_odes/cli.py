@@ -6,7 +6,11 @@ parameters become options of ``solve``, and a command beyond ``solve`` is
 offered only for a model that supplies its hook.
 
 Exit status: 0 success, 1 a verified claim failed, 2 bad input or a
-trajectory that left its model's domain (one line on stderr, no traceback).
+trajectory that left its model's domain (one line on stderr, no traceback),
+3 ``solve``: a phase was not reached within the run (``phase_outcomes`` in the
+JSON says why), 4 ``reproduce``: the fresh results differ from the committed
+ones beyond the stated tolerance (the differences are listed), 130 interrupted.
+Every output location, input file and parameter is checked before any work.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from ._params import METHODS, ParameterError
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NOT_REACHED, EXIT_DIFFERS = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130
 DEFAULT_MODEL = "induction_head"
 
 
@@ -77,9 +82,11 @@ def _add_solve_arguments(parser: argparse.ArgumentParser, model) -> None:
                         help="relative tolerance in (0, 1) (default: 1e-10)")
     parser.add_argument("--atol", type=float, default=1e-12,
                         help="absolute tolerance > 0 (default: 1e-12)")
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON document (default: a table)")
     parser.add_argument("--out", metavar="FILE", default=None,
-                        help="also write the trajectory (phases, series, versions) as JSON")
+                        help="also write the trajectory (phases, series, versions) as JSON "
+                             "(default: none)")
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
@@ -89,16 +96,18 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     model = args.model
     params = model.Params(**_parameter_values(args, model.Params))
     solver = SolverConfig(method=args.method, rtol=args.rtol, atol=args.atol)
-    _check_output_file(args.out)
+    if args.out is not None:
+        writable(args.out, "file")
     trajectory = solve(params, args.variant, solver, model=model)
     document = trajectory.to_dict()
     if args.out:
         from ._results import trajectory_record, write_json
 
         write_json(args.out, trajectory_record(trajectory))
+    status = _phase_status(trajectory)
     if args.json:
         print(json.dumps(document, indent=2))
-        return EXIT_OK
+        return status
     settings = "  ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                          for k, v in document["params"].items())
     print(f"model={model.name}  {model.variant_option}={args.variant}  {settings}")
@@ -110,31 +119,60 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     s = document["solver"]
     print(f"\nsolver {s['method']} rtol={s['rtol']:g} atol={s['atol']:g}: "
           f"nfev={s['nfev']} njev={s['njev']} steps={s['steps']}")
-    return EXIT_OK
+    return status
 
 
-def _check_output_file(path: str | None) -> None:
-    """ParameterError unless ``path`` can be written (checked before any work)."""
-    if path is None:
-        return
-    target = Path(path)
-    if target.is_dir():
-        raise ParameterError(f"out={path!r} is a directory; allowed: a file path")
-    parent = target.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise ParameterError(f"out={path!r}: {str(parent)!r} is not a directory")
+def _phase_status(trajectory) -> int:
+    """EXIT_NOT_REACHED (with one stderr line) if a phase was not reached, else EXIT_OK."""
+    if not trajectory.unreached:
+        return EXIT_OK
+    reasons = "; ".join(f"{k} {v}" for k, v in trajectory.unreached.items())
+    print(f"reduced-odes solve: phase not reached: {reasons}", file=sys.stderr)
+    return EXIT_NOT_REACHED
+
+
+def writable(path: str | Path, kind: str, option: str = "out") -> Path:
+    """``path`` checked (before any work) to be writable as a ``kind`` ("file" or "dir").
+
+    A directory is created (the command owns it); for a file, its parent directories are.
+    Raises :class:`ParameterError` naming the option, the path and why.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> writable(tempfile.mkdtemp() + "/a/b", "dir").is_dir()
+    True
+    >>> writable("/proc/x", "dir")
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: out='/proc/x' cannot be created: ...
+    """
     import os
 
-    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        raise ParameterError(f"out={path!r} is not writable")
+    target = Path(path)
+    directory = target if kind == "dir" else target.parent
+    if kind == "file" and target.is_dir():
+        raise ParameterError(f"{option}={str(path)!r} is a directory; allowed: a file path")
+    if kind == "dir" and target.exists() and not target.is_dir():
+        raise ParameterError(f"{option}={str(path)!r} is a file; allowed: a directory")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next((a for a in (directory, *directory.parents) if a.exists()), None)
+        why = f"{str(blocker)!r} is a file" if blocker is not None and not blocker.is_dir() \
+            else exc.strerror or str(exc)
+        raise ParameterError(f"{option}={str(path)!r} cannot be created: {why}") from None
+    if not os.access(directory, os.W_OK | os.X_OK) or (
+            kind == "file" and target.exists() and not os.access(target, os.W_OK)):
+        raise ParameterError(f"{option}={str(path)!r} is not writable")
+    return target
 
 
 # -- models ----------------------------------------------------------------------------
 def _add_models_arguments(parser: argparse.ArgumentParser, model) -> None:
     parser.add_argument("--json", action="store_true",
-                        help="a JSON list of {name, description, variants, commands}")
+                        help="a JSON list of {name, description, variants, commands} "
+                             "(default: a table)")
 
 
 _HOOKS = {"verify": "claims", "derive": "export_derivations", "figures": "figures",
@@ -166,30 +204,42 @@ def _add_verify_arguments(parser: argparse.ArgumentParser, model) -> None:
     parser.add_argument("--grid", choices=grids, default=grids[0],
                         help=f"verification grid (default: {grids[0]}; 'default' is the "
                              f"main job's)")
-    parser.add_argument("--json", action="store_true", help="print the claims as JSON")
+    parser.add_argument("--json", action="store_true",
+                        help="print the claims as JSON (default: a table)")
     parser.add_argument("--out", metavar="DIR", default=None,
                         help="directory for raw per-setting results and the verdict "
                              "(default: results/<model>); an interrupted run resumes from it")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="processes (default: all cores)")
+    add_run_options(parser)
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """``--workers`` and ``--repair``, shared by the commands that run a resumable sweep."""
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="worker processes, at most the cores and the settings "
+                             "(default: every core)")
+    parser.add_argument("--repair", action="store_true",
+                        help="first drop the corrupt lines of the results file, keeping the "
+                             "valid ones (default: off; a corrupt file stops the run)")
+
+
+def check_run_options(args: argparse.Namespace, results: Path) -> None:
+    """Validate ``--workers``; with ``--repair``, repair ``results`` (before any work)."""
+    if args.workers is not None and args.workers < 1:
+        raise ParameterError(f"workers={args.workers} must be an integer >= 1")
+    if getattr(args, "repair", False):
+        from ._sweep import repair_results
+
+        kept = repair_results(results)
+        print(f"repaired {results}: {kept} valid line(s) kept", file=sys.stderr)
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from ._verify import verify
 
-    if args.workers is not None and args.workers < 1:
-        raise ParameterError(f"workers={args.workers} must be an integer >= 1")
-    out = args.out if args.out is not None else f"results/{args.model.name}"
-    executor = None
-    if args.workers is not None:
-        from concurrent.futures import ProcessPoolExecutor
-
-        executor = ProcessPoolExecutor(max_workers=args.workers)
-    try:
-        report = verify(args.model, args.grid, args.variant, out, executor=executor)
-    finally:
-        if executor is not None:
-            executor.shutdown()
+    out = writable(args.out if args.out is not None else f"results/{args.model.name}", "dir")
+    check_run_options(args, out / f"verify-{args.grid}.jsonl")
+    report = verify(args.model, args.grid, args.variant, out, max_workers=args.workers,
+                    progress=getattr(args, "progress", True))
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
@@ -211,7 +261,7 @@ def _add_derive_arguments(parser: argparse.ArgumentParser, model) -> None:
 
 
 def _cmd_derive(args: argparse.Namespace) -> int:
-    for path in args.model.export_derivations(Path(args.out)):
+    for path in args.model.export_derivations(writable(args.out, "dir")):
         print(f"wrote {path}")
     return EXIT_OK
 
@@ -232,8 +282,8 @@ def _cmd_figures(args: argparse.Namespace) -> int:
 
     model = args.model
     formats = parse_formats(args.format)
-    out = Path(args.out or f"figures/{model.name}")
-    data = Path(args.data or f"figures/data/{model.name}")
+    out = writable(args.out or f"figures/{model.name}", "dir")
+    data = writable(args.data or f"figures/data/{model.name}", "dir", "data")
     for path in model.figures(out, data, formats, **_model_options(args)):
         print(f"wrote {path}")
     return EXIT_OK
@@ -242,8 +292,10 @@ def _cmd_figures(args: argparse.Namespace) -> int:
 # -- compare ---------------------------------------------------------------------------
 def _add_compare_arguments(parser: argparse.ArgumentParser, model) -> None:
     parser.add_argument("--quick", action="store_true",
-                        help="a small grid (< 2 min on two cores) instead of the full one")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+                        help="a small grid (< 2 min on two cores) instead of the full one "
+                             "(default: off)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the result as JSON (default: a table)")
     parser.add_argument("--out", metavar="DIR", default="results",
                         help="directory for the comparison's data files (default: results/)")
 
@@ -255,7 +307,8 @@ def _model_options(args: argparse.Namespace) -> dict:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     model = args.model
-    result = model.compare(quick=args.quick, out=Path(args.out), **_model_options(args))
+    result = model.compare(quick=args.quick, out=writable(args.out, "dir"),
+                           **_model_options(args))
     print(json.dumps(result, indent=2) if args.json else model.format_compare(result))
     return EXIT_OK
 
@@ -264,48 +317,113 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _add_reproduce_arguments(parser: argparse.ArgumentParser, model) -> None:
     parser.add_argument("--grid", default="default",
                         help="verification grid of every model (default: default)")
-    parser.add_argument("--figures", metavar="DIR", default="figures",
-                        help="root of the figures; each model draws into <DIR>/<model> "
-                             "from <DIR>/data/<model> (default: figures/)")
-    parser.add_argument("--derivations", metavar="DIR", default="derivations",
-                        help="directory of the derivations (default: derivations/)")
     parser.add_argument("--results", metavar="DIR", default="results",
-                        help="root of the resumable verify runs, <DIR>/<model> "
+                        help="working directory: derivations, resumable verify runs "
+                             "(<DIR>/<model>) and figures (<DIR>/figures) are written here "
                              "(default: results/)")
+    parser.add_argument("--figures", metavar="DIR", default="figures",
+                        help="root of the committed figures and of their data "
+                             "(<DIR>/data/<model>), which the fresh results are compared with "
+                             "(default: figures/)")
+    parser.add_argument("--derivations", metavar="DIR", default="derivations",
+                        help="directory of the committed derivations (default: derivations/)")
+    parser.add_argument("--update-committed", action="store_true",
+                        help="copy the fresh results, figures and derivations over the "
+                             "committed ones (default: off; they are only compared)")
     parser.add_argument("--only", metavar="MODEL", default=None,
-                        help="one model instead of every registered one")
+                        help="one model instead of every registered one (default: all)")
+
+
+def _figure_data(committed: Path, fresh: Path, data: Path, grid: str) -> None:
+    """Fill the figures' data directory: the committed files, then the fresh verify run,
+    its numbers rounded to what a figure shows (the same bytes on every machine)."""
+    import shutil
+
+    from ._reproduce import rounded
+    from ._results import dumps_record
+    from ._sweep import read_results
+
+    if committed.is_dir():
+        shutil.copytree(committed, data, dirs_exist_ok=True)
+    raw = fresh / f"verify-{grid}.jsonl"
+    if raw.exists():
+        from ._compile import atomic_write
+
+        atomic_write(data / raw.name, "".join(dumps_record(rounded(r)) + "\n"
+                                              for r in read_results(raw)))
+
+
+def _compared(model, fresh: Path, committed: Path, grid: str) -> int:
+    """EXIT_DIFFERS (and the differences on stderr) if the fresh run disagrees."""
+    from ._reproduce import ATOL, RTOL, differences
+
+    found = differences(fresh, committed, grid)
+    if found is None:
+        print(f"{model.name}: no committed verify-{grid} in {committed}; nothing to compare")
+        return EXIT_OK
+    if not found:
+        print(f"{model.name}: verify-{grid} agrees with {committed} "
+              f"(rtol {RTOL:g}, atol {ATOL:g})")
+        return EXIT_OK
+    print(f"reduced-odes reproduce: {model.name}: {len(found)} value(s) differ from {committed} "
+          f"beyond rtol {RTOL:g}, atol {ATOL:g}:", file=sys.stderr)
+    for line in found[:40]:
+        print(f"  {line}", file=sys.stderr)
+    return EXIT_DIFFERS
+
+
+def _update_committed(model, args: argparse.Namespace, work: Path) -> None:
+    """Copy the fresh verify files, figures and derivations over the committed ones."""
+    import shutil
+
+    pairs = [(work / model.name, Path(args.figures) / "data" / model.name,
+              f"verify-{args.grid}.*"),
+             (work / "figures" / model.name, Path(args.figures) / model.name, "*"),
+             (work / "derivations", Path(args.derivations), f"{model.name}.*")]
+    for source, target, pattern in pairs:
+        for path in sorted(source.glob(pattern)) if source.is_dir() else []:
+            if path.is_file():
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target / path.name)
+                print(f"updated {target / path.name}")
 
 
 def _reproduce_one(model, args: argparse.Namespace) -> int:
-    """Derive, verify on the grid and draw the figures of one model; its exit status."""
-    import shutil
-
+    """Derive, verify on the grid and draw the figures of one model into the working
+    directory, and compare with the committed data; its exit status."""
+    work = Path(args.results)
+    committed = Path(args.figures) / "data" / model.name
+    data = work / "figures" / "data" / model.name
     status = EXIT_OK
     print(f"== {model.name}", flush=True)
     if model.supports("export_derivations"):
-        status = _cmd_derive(argparse.Namespace(model=model, out=args.derivations))
-    data = Path(args.figures) / "data" / model.name
+        status = _cmd_derive(argparse.Namespace(model=model, out=str(work / "derivations")))
     if model.supports("claims"):
-        results = Path(args.results) / model.name
+        fresh = work / model.name
         status = max(status, _cmd_verify(argparse.Namespace(
-            model=model, grid=args.grid, variant="all", json=False, out=str(results),
-            workers=None)))
-        data.mkdir(parents=True, exist_ok=True)
-        for suffix in ("jsonl", "json", "md"):
-            shutil.copyfile(results / f"verify-{args.grid}.{suffix}",
-                            data / f"verify-{args.grid}.{suffix}")
+            model=model, grid=args.grid, variant="all", json=False, out=str(fresh),
+            workers=None, repair=False, progress=True)))
+        _figure_data(committed, fresh, writable(data, "dir"), args.grid)
+        differs = _compared(model, fresh, committed, args.grid)
+        status = max(status, EXIT_OK if args.update_committed else differs)
     if model.supports("figures"):
         status = max(status, _cmd_figures(argparse.Namespace(
-            model=model, out=str(Path(args.figures) / model.name), data=str(data),
+            model=model, out=str(work / "figures" / model.name), data=str(data),
             format="png,pdf", model_options=[])))
+    if args.update_committed:
+        _update_committed(model, args, work)
     return status
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    """The README's main job: every model derived, verified on its grid, and drawn."""
+    """The README's main job: every model derived, verified on its grid, drawn and compared."""
     from ._registry import get_model, registered_models
 
     models = [get_model(args.only)] if args.only else registered_models()
+    writable(args.results, "dir", "results")
+    if args.update_committed:
+        writable(args.figures, "dir", "figures")
+        writable(args.derivations, "dir", "derivations")
     return max(_reproduce_one(model, args) for model in models)
 
 
@@ -408,7 +526,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"reduced-odes {command}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `solve --json | head -1`: the reader left, nothing to say
-        sys.stderr.close()
+        import os
+
+        # Point stdout at /dev/null, so that the interpreter's final flush is quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as exc:  # a file vanished or a disk filled up after the up-front checks
+        where = f" {exc.filename!r}" if exc.filename else ""
+        print(f"reduced-odes {command}: error:{where} {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT

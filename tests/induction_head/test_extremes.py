@@ -333,13 +333,13 @@ def test_direct_lsoda_driver_agrees_with_solve_ivp_lsoda(closure, monkeypatch):
 
 NAN, INF = float("nan"), float("inf")
 API_CASES = [
-    (lambda: ModelParams(alpha=1.5), ["alpha=1.5", "(0, 1)"]),
-    (lambda: ModelParams(alpha=0.0), ["alpha=0.0", "(0, 1)"]),
-    (lambda: ModelParams(alpha=1.0), ["alpha=1.0", "(0, 1)"]),
-    (lambda: ModelParams(alpha=NAN), ["alpha=nan", "(0, 1)"]),
-    (lambda: ModelParams(L=3), ["L=3", "integer >= 4"]),
-    (lambda: ModelParams(L=4.5), ["L=4.5", "integer >= 4"]),
-    (lambda: ModelParams(L=INF), ["L=inf", "integer >= 4"]),
+    (lambda: ModelParams(alpha=1.5), ["alpha=1.5", "[0.001, 0.99]"]),
+    (lambda: ModelParams(alpha=0.0), ["alpha=0.0", "[0.001, 0.99]"]),
+    (lambda: ModelParams(alpha=1.0), ["alpha=1.0", "[0.001, 0.99]"]),
+    (lambda: ModelParams(alpha=NAN), ["alpha=nan", "[0.001, 0.99]"]),
+    (lambda: ModelParams(L=3), ["L=3", "integer in [4, 1e+10]"]),
+    (lambda: ModelParams(L=4.5), ["L=4.5", "integer in [4, 1e+10]"]),
+    (lambda: ModelParams(L=INF), ["L=inf", "integer in [4, 1e+10]"]),
     (lambda: ModelParams(sigma=0.0), ["sigma=0.0", "> 0"]),
     (lambda: ModelParams(sigma=-1e-3), ["sigma=-0.001", "> 0"]),
     (lambda: ModelParams(sigma=NAN), ["sigma=nan", "finite", "> 0"]),
@@ -374,10 +374,10 @@ def test_bad_input_raises_parameter_error_naming_value_and_range(make, words):
 # --------------------------------------------------------------------------- #
 
 CLI_CASES = [
-    (["--alpha", "1.5"], ["alpha=1.5", "(0, 1)"]),
-    (["--alpha", "0"], ["alpha=0.0", "(0, 1)"]),
-    (["--L", "4.5"], ["L=4.5", "integer >= 4"]),
-    (["--L", "3"], ["L=3", "integer >= 4"]),
+    (["--alpha", "1.5"], ["alpha=1.5", "[0.001, 0.99]"]),
+    (["--alpha", "0"], ["alpha=0.0", "[0.001, 0.99]"]),
+    (["--L", "4.5"], ["L=4.5", "integer in [4, 1e+10]"]),
+    (["--L", "3"], ["L=3", "integer in [4, 1e+10]"]),
     (["--L", "abc"], ["--L", "invalid float value: 'abc'"]),
     (["--sigma", "0"], ["sigma=0.0", "> 0"]),
     (["--sigma", "-0.001"], ["sigma=-0.001", "> 0"]),

@@ -108,4 +108,4 @@ def test_cli_solve_json_and_table():
 def test_cli_bad_input_exits_2_without_traceback():
     out = _cli("solve", "--alpha", "1.5")
     assert out.returncode == 2
-    assert "alpha" in out.stderr and "(0, 1)" in out.stderr and "Traceback" not in out.stderr
+    assert "alpha" in out.stderr and "[0.001, 0.99]" in out.stderr and "Traceback" not in out.stderr

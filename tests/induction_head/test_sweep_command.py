@@ -84,7 +84,7 @@ def test_cli_sweep_closure_option_fills_settings_without_one(tmp_path):
 
 
 @pytest.mark.parametrize("grid, words", [
-    ("[grid]\nL = [20, 3]\n", ["L=3", "integer >= 4"]),
+    ("[grid]\nL = [20, 3]\n", ["L=3", "integer in [4, 1e+10]"]),
     ("[grid]\nwstar = [0.3, 0.6]\n", ["wstar", "0.6", "(0, 0.5)"]),
     ("[grid]\nsigma = [0.01]\nlr = 3\n", ["unknown grid key", "lr", "allowed"]),
     ("[grid]\nsigma = [0.01]\nclosure = 'exact'\n", ["closure='exact'", "linear"]),

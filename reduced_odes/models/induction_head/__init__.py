@@ -38,10 +38,20 @@ def __getattr__(name):
 
     return getattr(import_module(f".{_LAZY[name]}", __name__), name)
 
-#: Phase IV is taken as reached once w_kq is within this relative distance of
-#: w_star; the run then continues for as long again (``tail``), so that the
-#: exponential decay of L_IH and the algebraic tail t * L_G4 -> 1/4 are both resolved.
+#: The induction-head block is in its final regime once w_kq is within this relative
+#: distance of w_star (its exponential approach has then taken over).
 NEAR_FIXED_POINT = 1e-6
+#: The 4-gram block is in its final regime, the algebraic tail L_G4 ~ 1/(4 t), once
+#: t * L_G4 is within this relative distance of 1/4.  It approaches 1/4 from above or below
+#: like 1/t (measured: 4 t L_G4 - 1 = 1.2e-3 at t = 1e4 for the defaults, -4.6e-2 at
+#: t = 1e5 for alpha = 0.01), so 1e-3 marks the tail without waiting for its last digits.
+FOUR_GRAM_TAIL = 1e-3
+#: Below this L_G4 is at round-off level (its O(1) terms cancel to ~1e-16, so t * L_G4
+#: carries a relative error of 1e-4 at t = 1e12 and more beyond): the 4-gram block is then
+#: as settled as double precision can show.
+FOUR_GRAM_FLOOR = 1e-13
+#: Largest first horizon (the engine's own limit on any run).
+_HORIZON_MAX = 1e18
 
 
 class InductionHead(Model):
@@ -63,6 +73,7 @@ class InductionHead(Model):
     variant_option = "closure"
     Thresholds = PhaseThresholds
     phase_order = ("T_I", "T_II", "T_em", "T_III")
+    nonnegative = ("L_G4", "L_IH")
 
     def check(self, params: ModelParams, variant: str) -> None:
         params.check_closure(variant)
@@ -90,11 +101,39 @@ class InductionHead(Model):
         return crossings
 
     def settled(self, params: ModelParams, variant: str):
-        target = math.log(params.wstar)
-        return lambda y: abs(y[3] - target) - NEAR_FIXED_POINT
+        """``f(t, y) <= 0`` once both blocks are in their final regimes.
+
+        The induction-head block: ``|ln w_kq - ln w*| <= NEAR_FIXED_POINT``.  The 4-gram
+        block: learned (``L_G4`` below the T_I fraction of its start, so that the early rise
+        of ``t L_G4`` through 1/4 does not count) and in its algebraic tail,
+        ``|4 t L_G4 - 1| <= FOUR_GRAM_TAIL``, or at round-off level.  At small alpha the
+        4-gram is learned long after the induction head, so neither block alone may end
+        the run.
+        """
+        from ..._compile import load_system
+
+        system = load_system(self, variant)
+        observables, args = system.observables, self.parameter_values(params, variant)
+        g4, target = system.observable_names.index("L_G4"), math.log(params.wstar)
+        learned = PhaseThresholds().four_gram * observables(
+            self.initial_state(params, variant), *args)[g4]
+
+        def rule(t: float, y) -> float:
+            try:
+                loss = observables(y, *args)[g4]
+            except (ValueError, ArithmeticError):  # a trial state outside the domain
+                return math.inf
+            if loss <= FOUR_GRAM_FLOOR:
+                four_gram = -1.0
+            else:
+                four_gram = max(abs(4 * t * loss - 1) - FOUR_GRAM_TAIL, loss - learned)
+            return max(abs(y[3] - target) - NEAR_FIXED_POINT, four_gram)
+
+        return rule
 
     def horizon(self, params: ModelParams, variant: str) -> float:
-        return 1e3 * params.L / params.alpha**2
+        """``1e3 L / alpha^2`` (the 4-gram's time scale is ``1/alpha^2``), at most 1e18."""
+        return min(1e3 * params.L / max(params.alpha, 1e-150) ** 2, _HORIZON_MAX)
 
     # -- verify: Theorem 5.5 ------------------------------------------------------------
     grids = ("quick", "default", "full")
@@ -131,21 +170,35 @@ class InductionHead(Model):
 
         return make_figures(out, data, formats, "all", "default")
 
-    def compare(self, *, quick: bool, out: Path) -> dict:
-        from ..._provenance import versions
-        from ..._results import write_json
-        from .compare import compare_closures, sgd_overlay
+    def command_options(self, command: str, parser) -> None:
+        """``compare``: the estimator of the exact flow and the setting or grid to compare."""
+        if command != "compare":
+            return
+        parser.add_argument("--estimator", default="population",
+                            help="exact-softmax ground truth: the deterministic population "
+                                 "flow (default) or online SGD")
+        for name, kind, default, text in (("L", int, 20, "sequence length"),
+                                          ("sigma", float, 0.1, "initialisation scale"),
+                                          ("wstar", float, 0.3, "target query-key weight"),
+                                          ("alpha", float, 0.5, "weight of the 4-gram")):
+            parser.add_argument(f"--{name}", type=kind, default=None,
+                                help=f"{text} (default: {default}, or the --quick grid "
+                                     f"with --estimator sgd)")
+        parser.add_argument("--grid", metavar="FILE.toml", default=None,
+                            help="[grid]/[fixed] tables of L, sigma, wstar, alpha, run through "
+                                 "the resumable sweep engine")
 
-        result = compare_closures(quick=quick)
-        write_json(out / f"compare-{'quick' if quick else 'full'}.json",
-                   {**result, "versions": versions()})
-        write_json(out / "compare-overlay.json", sgd_overlay())
-        return result
+    def compare(self, *, quick: bool, out: Path, estimator: str = "population", L=None,
+                sigma=None, wstar=None, alpha=None, grid=None) -> dict:
+        from .compare import run_compare
+
+        return run_compare(quick=quick, out=out, estimator=estimator, L=L, sigma=sigma,
+                           wstar=wstar, alpha=alpha, grid=grid)
 
     def format_compare(self, result: dict) -> str:
-        from .compare import format_markdown
+        from .compare import format_markdown, format_population
 
-        return format_markdown(result)
+        return format_population(result) if "metadata" in result else format_markdown(result)
 
 
 MODEL = InductionHead()

@@ -632,3 +632,284 @@ def sgd_overlay(n_seeds: int = 4, eta: float = 0.5, batch: int = 256,
         "sgd": {"eta": eta, "batch": batch, "seeds": n_seeds, "attention": "exact"},
         "versions": versions(),
     })
+
+
+# --------------------------------------------------------------------------- #
+# Population estimator: deterministic ground truth from sample averages
+# --------------------------------------------------------------------------- #
+#: Work per independent sample, in tokens (draws times L): the cost of a
+#: sample is then the same at every L, and the control variate improves with L.
+POPULATION_TOKENS = 6_000_000
+POPULATION_PHASES = ("T_II", "T_em", "T_III", "window")
+
+
+def _closure_block(traj, exact: dict[str, Any]) -> dict[str, Any]:
+    """A closure's phase times (``solve``'s) and its ratios to the exact ones, with intervals."""
+    if isinstance(traj, str):
+        return {"error": traj}
+    block: dict[str, Any] = {k: float(v) for k, v in traj.phases.items()}
+    block["window"] = block["T_III"] - block["T_II"]
+    ratios = {}
+    for name in ("T_em", "window", "T_III"):
+        mean, lo, hi = (exact[name], *exact["intervals"][name])
+        if exact.get("window_is_T_III") and name == "window":
+            continue  # no emergence window to compare: T_II is 0
+        ratios[name] = {"value": _ratio(block[name], mean), "lo": _ratio(block[name], hi),
+                        "hi": _ratio(block[name], lo)}
+    block["ratio_to_exact"] = ratios
+    return block
+
+
+def population_rows(L: int, wstar: float, alpha: float, sigmas: Sequence[float], *,
+                    tokens: int = POPULATION_TOKENS, samples: int = 4, nodes: int = 40,
+                    seed: int = 0, executor=None, progress: bool = True,
+                    attention: str = "exact") -> dict[str, Any]:
+    """Exact (population-flow) phase times against both closures, one row per ``sigma``.
+
+    The sample averages do not depend on ``sigma``, so one set of tables serves
+    every ``sigma`` of the list.  ``T_I`` is the closures' (the 4-gram block is
+    closure-independent and has a closed form).
+
+    Parameters
+    ----------
+    L, wstar, alpha : model parameters.
+    sigmas : sequence of float
+        Initialisation scales.
+    tokens : int
+        Draws per sample times ``L``.
+    samples, nodes, seed, executor, progress :
+        See :func:`~.population.population_flow`.
+    attention : {"exact", "linear", "meanfield"}
+        A closure here is a validation run: the answer is that closure's ODE.
+
+    Returns
+    -------
+    dict
+        ``rows`` (``L, sigma, wstar, alpha, exact, linear, meanfield``) and the
+        estimator's diagnostics ``estimator``.
+
+    Examples
+    --------
+    >>> res = population_rows(8, 0.3, 0.5, [0.3], tokens=8000, samples=2, nodes=12,
+    ...                       progress=False)
+    >>> sorted(res["rows"][0])
+    ['L', 'alpha', 'exact', 'linear', 'meanfield', 'sigma', 'wstar']
+    """
+    from .population import InductionHeadPopulation, population_flow
+
+    model = InductionHeadPopulation(L=L, wstar=wstar, alpha=alpha, sigmas=tuple(sigmas),
+                                    attention=attention)
+    est = population_flow(model, samples=samples, draws=max(2 * samples, tokens // L),
+                          nodes=nodes, seed=seed, executor=executor, progress=progress)
+    rows = []
+    for sigma in sigmas:
+        odes = {c: _ode(L, alpha, wstar, sigma, c) for c in ("linear", "meanfield")}
+        exact: dict[str, Any] = {"intervals": {}}
+        for name in POPULATION_PHASES:
+            ph = est["phases"][f"{sigma:g}/{name}"]
+            exact.update({name: ph["mean"], f"{name}_se": ph["se"]})
+            exact["intervals"][name] = (ph["lo"], ph["hi"])
+        some = next((t for t in odes.values() if not isinstance(t, str)), None)
+        exact["T_I"] = some.phases["T_I"] if some is not None else math.nan
+        exact["window_is_T_III"] = bool(exact["T_II"] == 0.0)
+        rows.append({"L": L, "sigma": sigma, "wstar": wstar, "alpha": alpha, "exact": exact,
+                     **{c: _closure_block(t, exact) for c, t in odes.items()}})
+    diagnostics = {k: est[k] for k in ("interpolation_error", "closure_check", "settings",
+                                       "wall_time_s")}
+    return _json({"rows": rows, "estimator": {**diagnostics, "attention": attention,
+                                              "tokens": tokens}})
+
+
+def population_task(setting: dict[str, Any]) -> dict[str, Any]:
+    """Sweep task: ``{"L", "wstar", "alpha", "sigmas", ...}`` -> :func:`population_rows`."""
+    options = {k: setting[k] for k in ("tokens", "samples", "nodes", "seed") if k in setting}
+    return population_rows(int(setting["L"]), float(setting["wstar"]), float(setting["alpha"]),
+                           [float(s) for s in setting["sigmas"]], progress=False, **options)
+
+
+def group_by_tables(settings: Sequence[dict[str, Any]], **options) -> list[dict[str, Any]]:
+    """Group ``(L, sigma, wstar, alpha)`` settings into one task per set of tables.
+
+    Examples
+    --------
+    >>> group_by_tables([{"L": 20, "sigma": s, "wstar": 0.3, "alpha": 0.5} for s in (0.1, 0.01)])
+    [{'L': 20, 'wstar': 0.3, 'alpha': 0.5, 'sigmas': [0.1, 0.01]}]
+    """
+    groups: dict[tuple, dict[str, Any]] = {}
+    for s in settings:
+        key = (s["L"], s["wstar"], s["alpha"])
+        group = groups.setdefault(key, {"L": s["L"], "wstar": s["wstar"], "alpha": s["alpha"],
+                                        "sigmas": [], **options})
+        group["sigmas"].append(s["sigma"])
+    return list(groups.values())
+
+
+def format_population(result: dict[str, Any]) -> str:
+    """Markdown table of a population comparison (``rows`` as from :func:`population_rows`).
+
+    Examples
+    --------
+    >>> format_population({"rows": [], "metadata": {}}).splitlines()[0]
+    '### Exact-softmax population flow vs the reduced ODEs'
+    """
+    lines = ["### Exact-softmax population flow vs the reduced ODEs", "",
+             "Exact: mean ± standard error over independent samples; ratios are closure / "
+             "exact with the 95% interval.  † T_II = 0 (w_kq(0) = σ² is already past the "
+             "onset): the window is T_III.", "",
+             "| L | σ | w* | exact T_em | lin/exact T_em | mf/exact T_em | exact window "
+             "| lin/exact window | mf/exact window |", "|---|---|---|---|---|---|---|---|---|"]
+
+    def ratio(block: dict, name: str) -> str:
+        r = block.get("ratio_to_exact", {}).get(name)
+        return "—" if r is None else f"{_f(r['value'], 4)} [{_f(r['lo'], 4)}, {_f(r['hi'], 4)}]"
+
+    for r in result["rows"]:
+        ex = r["exact"]
+        mark = " †" if ex.get("window_is_T_III") else ""
+        lines.append(f"| {r['L']} | {_f(r['sigma'])} | {_f(r['wstar'])} "
+                     f"| {_f(ex['T_em'], 6)} ± {_f(ex['T_em_se'], 2)} "
+                     f"| {ratio(r['linear'], 'T_em')} | {ratio(r['meanfield'], 'T_em')} "
+                     f"| {_f(ex['window'], 5)}{mark} | {ratio(r['linear'], 'window')} "
+                     f"| {ratio(r['meanfield'], 'window')} |")
+    return "\n".join(lines)
+
+
+def check_compare_request(*, out: str, estimator: str, L, sigma, wstar, alpha,
+                          grid: str | None) -> list[dict[str, Any]]:
+    """Validate every input of ``compare`` before any work; the settings to run.
+
+    Raises :class:`~reduced_odes.ParameterError` (one line) on a bad output
+    directory, estimator, parameter or grid file.
+
+    Examples
+    --------
+    >>> check_compare_request(out="results", estimator="population", L=20, sigma=0.1,
+    ...                       wstar=0.3, alpha=0.5, grid=None)
+    [{'L': 20, 'sigma': 0.1, 'wstar': 0.3, 'alpha': 0.5}]
+    """
+    import os
+    from pathlib import Path
+
+    from ..._params import ParameterError
+    from .params import ModelParams
+
+    if estimator not in ("population", "sgd"):
+        raise ParameterError(f"estimator={estimator!r}; allowed: population, sgd")
+    target = Path(out)
+    if target.exists() and not target.is_dir():
+        raise ParameterError(f"out={out!r} is not a directory")
+    parent = target
+    while not parent.exists():
+        parent = parent.parent
+    if not os.access(parent, os.W_OK):
+        raise ParameterError(f"out={out!r} is not writable")
+    if grid is None:
+        settings = [{"L": L, "sigma": sigma, "wstar": wstar, "alpha": alpha}]
+    else:
+        from ..._sweep import load_grid
+
+        try:
+            settings = load_grid(grid)
+        except (OSError, ValueError) as exc:
+            raise ParameterError(f"grid={grid!r}: {exc}".splitlines()[0]) from None
+        for s in settings:
+            if unknown := sorted(set(s) - {"L", "sigma", "wstar", "alpha"}):
+                raise ParameterError(f"grid={grid!r}: unknown parameter(s) {unknown}; "
+                                     "allowed: L, sigma, wstar, alpha")
+            s.setdefault("alpha", alpha)
+            s.setdefault("L", L), s.setdefault("sigma", sigma), s.setdefault("wstar", wstar)
+    for s in settings:
+        ModelParams(**s)  # raises ParameterError naming the parameter and its range
+    return settings
+
+
+def run_compare(*, quick: bool, out, estimator: str = "population", L: int | None = None,
+                sigma: float | None = None, wstar: float | None = None,
+                alpha: float | None = None, grid: str | None = None,
+                workers: int = 2) -> dict[str, Any]:
+    """The ``compare`` command: validate everything, then run the chosen estimator.
+
+    ``population``: one setting (``compare-population.json``) or, with
+    ``grid``, every setting through the resumable sweep engine
+    (``compare-grid.jsonl`` then ``compare-grid.json``), all in ``out``.
+    ``sgd``: :func:`compare_closures` on the preset grid, or on the one
+    setting given.
+    """
+    from pathlib import Path
+
+    from ..._provenance import versions
+    from ..._results import write_json
+
+    given = {"L": L, "sigma": sigma, "wstar": wstar}
+    defaults = {"L": 20, "sigma": 0.1, "wstar": 0.3}
+    filled = {k: defaults[k] if v is None else v for k, v in given.items()}
+    alpha = 0.5 if alpha is None else alpha
+    settings = check_compare_request(out=str(out), estimator=estimator, alpha=alpha, grid=grid,
+                                     **filled)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if estimator == "sgd":
+        one = grid is None and any(v is not None for v in given.values())
+        points = {k: tuple(dict.fromkeys(s[k] for s in settings)) for k in ("L", "sigma", "wstar")}
+        result = compare_closures(quick=quick, alpha=alpha,
+                                  **({"grid": points, "modes_at": ()} if one or grid else {}))
+        write_json(out / f"compare-{'quick' if quick else 'full'}.json",
+                   {**result, "versions": versions()})
+        if not (one or grid):
+            write_json(out / "compare-overlay.json", sgd_overlay())
+        return result
+    tokens = POPULATION_TOKENS // (8 if quick else 1)
+    groups = group_by_tables(settings, tokens=tokens)
+    start = time.perf_counter()
+    if grid is None:
+        with cf.ProcessPoolExecutor(workers) as pool:
+            runs = [population_rows(g["L"], g["wstar"], g["alpha"], g["sigmas"], tokens=tokens,
+                                    executor=pool) for g in groups]
+        name = "compare-population.json"
+    else:
+        runs = _population_sweep(groups, out / "compare-grid.jsonl", workers)
+        name = "compare-grid.json"
+    result = {"rows": [row for run in runs for row in run["rows"]],
+              "metadata": {"estimator": "population", "tokens_per_sample": tokens,
+                           "tables": [run["estimator"] for run in runs],
+                           "wall_time_s": time.perf_counter() - start, "versions": versions()}}
+    write_json(out / name, result)
+    return _json(result)
+
+
+class _Ticking(cf.Executor):
+    """An executor that reports each finished task to a :class:`~.population.Progress`."""
+
+    def __init__(self, inner: cf.Executor, progress):
+        self.inner, self.progress = inner, progress
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = self.inner.submit(fn, *args, **kwargs)
+        future.add_done_callback(lambda _: self.progress.tick())
+        return future
+
+    def shutdown(self, wait: bool = True, **kwargs):
+        self.inner.shutdown(wait, **kwargs)
+
+
+def _population_sweep(groups: list[dict[str, Any]], path, workers: int,
+                      executor: cf.Executor | None = None) -> list[dict[str, Any]]:
+    """Run the groups through the resumable sweep engine; their results, in order."""
+    from ..._provenance import versions
+    from ..._sweep import run_sweep
+    from .population import Progress
+
+    bar = Progress("compare grid", len(groups), quiet=0.0)
+    inner = executor or cf.ProcessPoolExecutor(workers)
+    try:
+        report = run_sweep(groups, population_task, path, executor=_Ticking(inner, bar),
+                           progress=False, metadata={"versions": versions()})
+    finally:
+        bar.close()
+        if executor is None:
+            inner.shutdown()
+    if report.failed:
+        errors = [r["error"] for r in __import__("reduced_odes._sweep", fromlist=["x"])
+                  .read_results(path) if "error" in r]
+        raise RuntimeError(f"{report.failed} grid task(s) failed; first: {errors[0]}")
+    return [record["result"] for record in report.records]

@@ -11,12 +11,21 @@ from dataclasses import dataclass
 
 from ..._params import ParameterError, Parameters, integer, interval, parameter, positive
 
-__all__ = ["CLOSURE_WSTAR_LIMITS", "ModelParams", "PhaseThresholds"]
+__all__ = ["ALPHA_RANGE", "CLOSURE_WSTAR_LIMITS", "L_MAX", "ModelParams", "PhaseThresholds"]
 
 #: Supremum of w_star inside each closure's domain. From the derived domains
 #: (``1 - 4 w*^2 > 0`` for linear, ``1 - 2 w*^2 > 0`` for meanfield); a test
 #: re-derives them and compares.
 CLOSURE_WSTAR_LIMITS = {"linear": 0.5, "meanfield": math.sqrt(0.5)}
+
+
+#: Largest sequence length: up to it the runs reach phase IV with t * L_G4 within 2e-4 of
+#: 1/4 (measured at 1e8, 1e9, 1e10); at 1e12 the 4-gram tail is lost to round-off (1.8%).
+L_MAX = 10**10
+#: Allowed alpha: the 4-gram is learned at t ~ 1/alpha^2 and the induction head at
+#: t ~ L / (1 - alpha)^2, so at the ends of this range (with L = 1e10) a run ends before
+#: t = 1e16, where L_G4 ~ 1/(4 t) still has digits left; closer to 0 or 1 it does not.
+ALPHA_RANGE = (1e-3, 0.99)
 
 
 @dataclass(frozen=True)
@@ -26,9 +35,9 @@ class ModelParams(Parameters):
     Parameters
     ----------
     L : int
-        Sequence length, an integer >= 4.
+        Sequence length, an integer in [4, 1e10].
     alpha : float
-        Weight of the 4-gram component, in (0, 1).
+        Weight of the 4-gram component, in [0.001, 0.99].
     wstar : float
         Target query-key weight, > 0 and inside the closure's domain.
     sigma : float
@@ -41,11 +50,12 @@ class ModelParams(Parameters):
     >>> ModelParams(alpha=1.5)
     Traceback (most recent call last):
     ...
-    reduced_odes._params.ParameterError: alpha=1.5 is outside the open interval (0, 1)
+    reduced_odes._params.ParameterError: alpha=1.5 is outside the interval [0.001, 0.99]
     """
 
-    L: int = parameter(200, integer(4), "sequence length")
-    alpha: float = parameter(0.5, interval(0, 1), "weight of the 4-gram component")
+    L: int = parameter(200, integer(4, L_MAX), "sequence length")
+    alpha: float = parameter(0.5, interval(*ALPHA_RANGE, closed="lo,hi"),
+                             "weight of the 4-gram component")
     wstar: float = parameter(0.3, positive(), "target query-key weight (inside the closure's "
                                               "domain: < 0.5 linear, < 0.7071 meanfield)")
     sigma: float = parameter(1e-4, positive(), "initialisation scale")

@@ -16,6 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..._crossing import first_sample_crossing
+from .params import PhaseThresholds
 from .attention import (
     ATTENTIONS,
     MODES,
@@ -237,11 +238,14 @@ class SGDTrajectory:
                                  self.w_kq[m]])
         return self.t[m] - self.t_stage2, state
 
-    def phases(self, *, loss_source: str = "expected", smooth: int = 5) -> dict[str, float]:
+    def phases(self, *, loss_source: str = "expected", smooth: int = 5,
+               thresholds: PhaseThresholds | None = None) -> dict[str, float]:
         """Phase times of Stage II, measured from its start (spec section 6).
 
-        ``T_I``: first ``t`` with ``L_G4 <= 1%`` of its Stage-II initial value.
-        ``T_II``, ``T_em``, ``T_III``: first ``t`` with ``w_kq >= 0.1, 0.5, 0.9 w*``
+        ``T_I``: first ``t`` with ``L_G4 <= four_gram`` times its Stage-II initial value.
+        ``T_II``, ``T_em``, ``T_III``: first ``t`` with ``w_kq >= onset, emergence,
+        converged`` times ``w*`` (the fractions of ``thresholds``, default
+        :class:`PhaseThresholds`: 0.01; 0.1, 0.5, 0.9)
         (``w_kq`` is a parameter, so these need no loss estimate).  Crossings are
         linearly interpolated between records; ``nan`` if not reached.
 
@@ -253,6 +257,8 @@ class SGDTrajectory:
             estimates smoothed by a centred moving average over ``smooth`` records.
         smooth : int
             Window (records) of the moving average for ``loss_source="batch"``.
+        thresholds : PhaseThresholds, optional
+            The phase definitions; default those of the reduced flow.
 
         Returns
         -------
@@ -279,11 +285,12 @@ class SGDTrajectory:
         wkq = self.w_kq[m]
         ws = self.config.wstar
         sign = 1.0 if ws >= 0 else -1.0
+        th = thresholds or PhaseThresholds()  # the same definitions as the reduced flow's
         return {
-            "T_I": first_crossing(t, g4, 0.01 * g4[0], above=False),
-            "T_II": first_crossing(t, sign * wkq, 0.1 * abs(ws)),
-            "T_em": first_crossing(t, sign * wkq, 0.5 * abs(ws)),
-            "T_III": first_crossing(t, sign * wkq, 0.9 * abs(ws)),
+            "T_I": first_crossing(t, g4, th.four_gram * g4[0], above=False),
+            "T_II": first_crossing(t, sign * wkq, th.onset * abs(ws)),
+            "T_em": first_crossing(t, sign * wkq, th.emergence * abs(ws)),
+            "T_III": first_crossing(t, sign * wkq, th.converged * abs(ws)),
         }
 
 

@@ -1,0 +1,96 @@
+"""A cluster engine for sweeps: dask.distributed behind a plain ``concurrent.futures.Executor``.
+
+:func:`cluster_executor` turns the value of ``--scheduler`` into an executor
+that :func:`~reduced_odes._sweep.run_sweep` (and anything else that takes an
+``Executor``) can use.  Workers only compute: the client receives every result
+and writes the results file, so workers need no shared filesystem, and a
+rerun resumes from that file exactly as a local run does.  A worker lost
+mid-run costs only its unfinished tasks, which the scheduler runs again.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import re
+
+from ._params import ParameterError
+
+__all__ = ["cluster_executor"]
+
+#: How long to wait for a scheduler before declaring it unreachable.
+CONNECT_TIMEOUT_S = 5.0
+_ADDRESS = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://[^\s/]+(:\d+)?/?$|^[^\s:/]+:\d+$")
+
+
+class _DaskExecutor(cf.Executor):
+    """A dask client's executor that closes the client (and its local cluster) on shutdown."""
+
+    def __init__(self, client, cluster=None):
+        self.client, self.cluster = client, cluster
+        self._inner = client.get_executor(pure=False)  # a rerun must recompute, not reuse
+
+    def submit(self, fn, /, *args, **kwargs):
+        return self._inner.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._inner.shutdown(wait=wait)
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def cluster_executor(scheduler: str, *, workers: int | None = None) -> cf.Executor:
+    """The executor for ``--scheduler ADDRESS|local``; shut it down to release the cluster.
+
+    Parameters
+    ----------
+    scheduler : str
+        ``"local"``: start a ``LocalCluster`` with ``workers`` worker processes
+        (default: one per core) on this machine.  Otherwise the address of a
+        running dask scheduler, ``tcp://host:port`` or ``host:port``.
+    workers : int, optional
+        Worker processes of the local cluster (only with ``"local"``).
+
+    Returns
+    -------
+    concurrent.futures.Executor
+
+    Raises
+    ------
+    ParameterError
+        dask.distributed is not installed, the address is malformed, or no
+        scheduler answers there within ``CONNECT_TIMEOUT_S`` (checked here,
+        before any work).
+
+    Examples
+    --------
+    >>> cluster_executor("tcp://127.0.0.1:1", workers=None)  # doctest: +SKIP
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: scheduler='tcp://127.0.0.1:1': no dask scheduler ...
+    >>> cluster_executor("not an address")
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: scheduler='not an address'; allowed: local, tcp://HOST:PORT or HOST:PORT
+    """
+    if scheduler != "local" and not _ADDRESS.match(scheduler):
+        raise ParameterError(f"scheduler={scheduler!r}; allowed: local, tcp://HOST:PORT "
+                             f"or HOST:PORT")
+    if workers is not None and (scheduler != "local" or workers < 1):
+        raise ParameterError(f"workers={workers!r}: an integer >= 1, only with scheduler=local")
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ParameterError(f"scheduler={scheduler!r} needs dask.distributed: "
+                             f"pip install 'reduced-odes[distributed]'") from None
+    if scheduler == "local":
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        return _DaskExecutor(Client(cluster), cluster)
+    try:
+        client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ParameterError(f"scheduler={scheduler!r}: no dask scheduler answered within "
+                             f"{CONNECT_TIMEOUT_S:g} s ({reason})") from None
+    return _DaskExecutor(client)

@@ -1,0 +1,92 @@
+"""The dask.distributed cluster engine, on a real LocalCluster with worker processes."""
+
+import json
+import os
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+
+import pytest
+
+pytest.importorskip("distributed", reason="dask.distributed is not installed "
+                                          "(pip install 'reduced-odes[distributed]')")
+
+from reduced_odes._cluster import cluster_executor  # noqa: E402
+from reduced_odes._params import ParameterError  # noqa: E402
+from reduced_odes._sweep import expand_grid, read_results, run_sweep  # noqa: E402
+
+from _sweep_tasks import slow_square, square  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def local():
+    executor = cluster_executor("local", workers=2)
+    yield executor
+    executor.shutdown()
+
+
+def _values(report):
+    return {r["setting"]["x"]: r["result"]["y"] for r in report.records}
+
+
+def test_sweep_on_local_cluster_equals_process_pool(local, tmp_path):
+    settings = expand_grid({"x": list(range(12))})
+    on_cluster = run_sweep(settings, square, tmp_path / "dask.jsonl", executor=local,
+                           progress=False)
+    with ProcessPoolExecutor(2) as pool:
+        on_pool = run_sweep(settings, square, tmp_path / "pool.jsonl", executor=pool,
+                            progress=False)
+    assert on_cluster.completed == 12 and on_cluster.failed == 0
+    assert _values(on_cluster) == _values(on_pool) == {x: x * x for x in range(12)}
+    pids = {r["result"]["pid"] for r in on_cluster.records}
+    assert os.getpid() not in pids  # the tasks ran in worker processes, not in the client
+
+
+def test_worker_killed_mid_sweep_loses_and_duplicates_nothing(local, tmp_path):
+    path = tmp_path / "killed.jsonl"
+    victim = next(iter(local.client.run(os.getpid).values()))
+
+    def kill_after_first_results():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if path.exists() and path.read_bytes().count(b"\n") >= 3:
+                os.kill(victim, 9)
+                return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_after_first_results)
+    killer.start()
+    report = run_sweep(expand_grid({"x": list(range(30))}), slow_square, path,
+                       executor=local, progress=False)
+    killer.join()
+    lines = read_results(path)
+    counts = Counter(r["setting"]["x"] for r in lines if "result" in r)
+    assert victim not in local.client.run(os.getpid).values()  # the worker did die
+    assert report.failed == 0 and sorted(counts) == list(range(30))
+    assert set(counts.values()) == {1}, counts  # nothing written twice
+    assert all(r["result"]["y"] == r["setting"]["x"] ** 2 for r in lines)
+
+
+def test_unreachable_scheduler_is_one_line_parameter_error():
+    start = time.monotonic()
+    with pytest.raises(ParameterError) as info:
+        cluster_executor("tcp://127.0.0.1:9")  # port 9 (discard): nothing listens
+    assert "\n" not in str(info.value) and "127.0.0.1:9" in str(info.value)
+    assert time.monotonic() - start < 30  # it gives up promptly, before any work
+
+
+def test_malformed_address_is_rejected_before_connecting():
+    with pytest.raises(ParameterError, match="allowed: local"):
+        cluster_executor("no address here")
+    with pytest.raises(ParameterError, match="workers"):
+        cluster_executor("tcp://127.0.0.1:9", workers=2)
+
+
+def test_results_file_is_written_by_the_client_only(local, tmp_path):
+    report = run_sweep(expand_grid({"x": [1, 2, 3]}), square, tmp_path / "r.jsonl",
+                       executor=local, progress=False)
+    again = run_sweep(expand_grid({"x": [1, 2, 3]}), square, tmp_path / "r.jsonl",
+                      executor=local, progress=False)
+    assert report.completed == 3 and again.skipped == 3 and again.completed == 0
+    assert all(json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines())
