@@ -1,0 +1,73 @@
+"""Figures of the two-stage feature model, drawn from data files only.
+
+Data files (in ``figures/data/two_stage_features``)
+---------------------------------------------------
+``trajectory-sigma0.0001.json``
+    One run at the defaults with ``sigma = 1e-4``: ``L_P``, ``L_Q``, ``v``,
+    ``a = eig_P``, ``b = eig_Q`` on log-spaced times from the dense output, the
+    phase times, and the section-6.2 levels.
+``scaling.json``
+    Stage times of integrated runs over ``sigma`` and over ``(d_Q, mu)``, and the
+    section-6.4 composite predictions on a fine grid (the lines).
+
+Figures (in ``figures/two_stage_features``)
+-------------------------------------------
+``stages``    ``L_P``, ``L_Q`` and ``v``, ``a``, ``b`` against time; Stage I, the
+              plateau, Stage II and convergence shaded.
+``spectrum``  the eigenvalues ``a`` (P block) and ``b`` (Q block) of ``W`` against
+              time, the predicted levels and the crossing ``T_×`` marked.
+``scaling``   ``T_P``, ``T_Q``, ``T_×`` against ``ln(1/σ²)``, and ``T_P``, ``T_Q`` and
+              the plateau length against ``d_Q/(π_Q² μ²)``; predicted lines, no fit.
+
+A missing data file is computed first; the figures themselves never integrate.
+Output bytes carry no timestamps, so redrawing from the same data gives the same files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from .data import DATA_FILES, write_data
+from .draw import plot_scaling, plot_spectrum, plot_stages
+
+__all__ = ["DATA_FILES", "FIGURES", "draw_figures", "figure_data"]
+
+#: Figure name -> (drawing function, its data file, subject of the provenance stamp).
+FIGURES = {
+    "stages": (plot_stages, "trajectory-sigma0.0001.json",
+               "loss blocks and parameters, stages shaded"),
+    "spectrum": (plot_spectrum, "trajectory-sigma0.0001.json",
+                 "eigenvalues of the attention matrix, crossing marked"),
+    "scaling": (plot_scaling, "scaling.json",
+                "stage times against ln(1/sigma^2) and d_Q/(pi_Q^2 mu^2)"),
+}
+
+
+def figure_data(data: str | Path) -> list[Path]:
+    """Compute every data file into the directory ``data`` (overwriting)."""
+    return write_data(Path(data))
+
+
+def draw_figures(out: str | Path, data: str | Path,
+                 formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
+    """Draw every figure into ``out`` from the files in ``data``, computing only missing files.
+
+    Examples
+    --------
+    >>> draw_figures("figures/two_stage_features",
+    ...              "figures/data/two_stage_features")  # doctest: +SKIP
+    """
+    from ...._figstyle import save_figure, stamp
+    from ...._results import read_json
+
+    out, data = Path(out), Path(data)
+    missing = [name for name in DATA_FILES if not (data / name).exists()]
+    if missing:
+        write_data(data, missing)
+    written = []
+    for name, (plot, source, subject) in FIGURES.items():
+        fig = plot(read_json(data / source))
+        stamp(fig, name, subject=subject, keywords=["model=two_stage_features"], data=[source])
+        written += save_figure(fig, out / name, formats)
+    return written
