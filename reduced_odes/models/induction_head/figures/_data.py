@@ -121,6 +121,7 @@ def scaling_records(closure: str, data_dir: str | Path = "figures/data",
         ``{"key", "setting", "result", "metadata"}`` records, sorted by (L, sigma).
     """
     from ...._provenance import versions
+    from ...._reproduce import rounded
     from ...._sweep import read_results, run_sweep, setting_key
     from ..claims import measure_setting
 
@@ -138,7 +139,8 @@ def scaling_records(closure: str, data_dir: str | Path = "figures/data",
                   metadata=metadata)
         done = {r["key"]: r for r in read_results(path) if "result" in r}
     records = [done[setting_key(s)] for s in settings if setting_key(s) in done]
-    return sorted(records, key=lambda r: (r["setting"]["L"], -r["setting"]["sigma"]))
+    # Drawn at the precision a figure shows: the same bytes from any machine's run.
+    return rounded(sorted(records, key=lambda r: (r["setting"]["L"], -r["setting"]["sigma"])))
 
 
 def predictions_path(data_dir: str | Path, closure: str, alpha: float, wstar: float) -> Path:
