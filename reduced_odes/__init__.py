@@ -43,9 +43,9 @@ _LAZY = {
 def __getattr__(name):
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    globals()[name] = value
-    return value
+    # Not cached here: the name always reads its module's current attribute (a test that
+    # patches ``_integrate.solve`` must not leave a stale copy behind in this package).
+    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
 
 
 def __dir__():

@@ -18,7 +18,7 @@ import numpy as np
 from ._params import ParameterError
 from ._version import __version__
 
-__all__ = ["COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE", "TIME_LABEL",
+__all__ = ["COLUMN_WIDTH", "FORMATS", "as_array", "house_style", "OKABE_ITO", "SERIES", "SHADES", "STYLE", "TIME_LABEL",
            "log_time_axis", "log_x", "new_figure", "parse_formats", "render", "save_figure",
            "sci", "shade_spans", "stamp"]
 
@@ -52,6 +52,31 @@ STYLE = {
     "axes.unicode_minus": True, "path.simplify": True,
 }
 TIME_LABEL = "t (gradient-flow time)"
+
+
+def house_style(plot):
+    """Decorator: draw inside the house rc settings, so text added after the axes uses them too."""
+    import functools
+
+    @functools.wraps(plot)
+    def drawn(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context(STYLE):
+            return plot(*args, **kwargs)
+
+    return drawn
+
+
+def as_array(values) -> np.ndarray:
+    """A data file's list as floats, its ``null`` entries as NaN.
+
+    Examples
+    --------
+    >>> as_array([1, None, 2.5]).tolist()
+    [1.0, nan, 2.5]
+    """
+    return np.array([math.nan if v is None else v for v in values], dtype=float)
 
 
 def parse_formats(text: str | Sequence[str]) -> list[str]:

@@ -10,7 +10,8 @@ import numpy as np
 
 from ._compile import atomic_write as _atomic_write
 
-__all__ = ["dumps_record", "loads_record", "read_json", "trajectory_record", "write_json"]
+__all__ = ["dumps_record", "loads_record", "read_json", "trajectory_record", "write_documents",
+           "write_json"]
 
 #: Key of a record that lists, by JSON pointer, the values stored as ``null`` and why.
 NULL_REASONS = "null_reasons"
@@ -113,3 +114,25 @@ def write_json(path: str | Path, document: dict) -> Path:
 
 def read_json(path: str | Path) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def write_documents(directory: str | Path, documents: dict[str, str]) -> list[Path]:
+    """Write text ``documents`` (file name -> text) into ``directory``, atomically.
+
+    A file whose text is unchanged is not rewritten, so its timestamp stays.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> [p.name for p in write_documents(tempfile.mkdtemp(), {"a.md": "# A\\n"})]
+    ['a.md']
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, text in documents.items():
+        path = directory / name
+        if not (path.exists() and path.read_text(encoding="utf-8") == text):
+            _atomic_write(path, text)
+        paths.append(path)
+    return paths

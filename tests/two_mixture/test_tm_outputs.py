@@ -43,8 +43,10 @@ def no_integration(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a figure tried to compute its data")
 
-    monkeypatch.setattr(reduced_odes._integrate, "solve", refuse)
+    # The package attribute first: reading it resolves the lazy name to the real solve,
+    # which undo then restores (patched second, it would resolve to ``refuse`` and stay).
     monkeypatch.setattr(reduced_odes, "solve", refuse)
+    monkeypatch.setattr(reduced_odes._integrate, "solve", refuse)
     monkeypatch.setattr(tm_figures, "write_data", refuse)
 
 

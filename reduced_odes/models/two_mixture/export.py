@@ -129,12 +129,6 @@ def export_derivations(directory: str | Path = "derivations") -> list[Path]:
     >>> [p.name for p in export_derivations(tempfile.mkdtemp())]  # doctest: +SKIP
     ['two_mixture.md', 'two_mixture.tex']
     """
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, text in render_derivations().items():
-        path = directory / name
-        if not (path.exists() and path.read_text(encoding="utf-8") == text):
-            path.write_text(text, encoding="utf-8")
-        paths.append(path)
-    return paths
+    from ..._results import write_documents
+
+    return write_documents(directory, render_derivations())

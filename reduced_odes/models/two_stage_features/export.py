@@ -78,12 +78,6 @@ def render_derivations() -> dict[str, str]:
 
 def export_derivations(directory: str | Path = "derivations") -> list[Path]:
     """Write the derivation documents into ``directory``; unchanged bytes are not rewritten."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, text in render_derivations().items():
-        path = directory / name
-        if not (path.exists() and path.read_text(encoding="utf-8") == text):
-            path.write_text(text, encoding="utf-8")
-        paths.append(path)
-    return paths
+    from ..._results import write_documents
+
+    return write_documents(directory, render_derivations())

@@ -7,13 +7,20 @@ loss black; Algorithm 1 is dashed against the joint flow.
 
 from __future__ import annotations
 
-import functools
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
-from ...._figstyle import OKABE_ITO, STYLE, TIME_LABEL, log_time_axis, new_figure, sci, shade_spans
+from ...._figstyle import (
+    OKABE_ITO,
+    TIME_LABEL,
+    as_array,
+    house_style,
+    log_time_axis,
+    new_figure,
+    sci,
+    shade_spans,
+)
 from .data import SNAPSHOTS
 
 __all__ = ["STAGE_NAMES", "plot_algorithm1", "plot_scaling", "plot_separation", "plot_stages"]
@@ -25,21 +32,6 @@ STAGE_NAMES = ("1: neurons", "2: attention", "3: convergence")
 _MARK = {"lw": 0.7, "ls": ":", "color": "0.35", "zorder": 2}
 
 
-def _house_style(plot: Callable) -> Callable:
-    """Draw inside the house rc settings, so that text added after the axes uses them too."""
-
-    @functools.wraps(plot)
-    def drawn(*args, **kwargs):
-        import matplotlib
-
-        with matplotlib.rc_context(STYLE):
-            return plot(*args, **kwargs)
-
-    return drawn
-
-
-def _array(values) -> np.ndarray:
-    return np.array([math.nan if v is None else v for v in values], dtype=float)
 
 
 def _setting(params: Mapping) -> str:
@@ -58,7 +50,7 @@ def _stage_axes(axes, doc: Mapping) -> None:
     axes[-1].set_xlabel(TIME_LABEL)
 
 
-@_house_style
+@house_style
 def plot_stages(doc: Mapping):
     """``stages``: the loss on all, consistent and hard samples (top), ``A`` and
     ``theta = tanh(ell/2)`` (bottom); stages shaded, ``T3`` dotted.
@@ -69,7 +61,7 @@ def plot_stages(doc: Mapping):
     >>> len(fig.axes), fig.axes[0].get_yscale()
     (2, 'log')
     """
-    s = {k: _array(v) for k, v in doc["series"].items()}
+    s = {k: as_array(v) for k, v in doc["series"].items()}
     fig, (ax, bx) = new_figure(3.8, 2, sharex=True, heights=[1.1, 1.0])
     ax.set_yscale("log")
     ax.plot(s["t"], s["loss"], color=ALL, label="all samples", zorder=3)
@@ -114,7 +106,7 @@ def _snapshot(ax, snap: Mapping, name: str, mu: float) -> None:
     ax.set_xlabel(r"$z_1$", labelpad=0)
 
 
-@_house_style
+@house_style
 def plot_separation(doc: Mapping):
     """``attention_separation``: the head-averaged features of the eight configurations at
     t = 0, T1, T2, T3 (top; hard samples of opposite labels start on one point) and the
@@ -136,8 +128,8 @@ def plot_separation(doc: Mapping):
         ax.remove()
     bx = fig.add_subplot(grid[1, :])
     s, pred = doc["series"], doc["predicted"]
-    bx.plot(_array(s["t"]), _array(s["theta"]), color=HARD, label="integrated", zorder=3)
-    bx.plot(_array(pred["t"]), _array(pred["theta"]), color=PREDICTED, ls="--",
+    bx.plot(as_array(s["t"]), as_array(s["theta"]), color=HARD, label="integrated", zorder=3)
+    bx.plot(as_array(pred["t"]), as_array(pred["theta"]), color=PREDICTED, ls="--",
             label=r"$\tanh(T^{-1}(t)/2)$ (slow manifold)", zorder=4)
     for name in SNAPSHOTS[1:]:
         bx.axvline(doc["phases"][name], **_MARK)
@@ -154,16 +146,16 @@ def plot_separation(doc: Mapping):
 
 
 def _scaling_panel(ax, sweep: Mapping, xlabel: str, slope_text: str) -> None:
-    ax.plot(_array(sweep["line_x"]), _array(sweep["line_T2"]), color=PREDICTED, lw=0.9,
+    ax.plot(as_array(sweep["line_x"]), as_array(sweep["line_T2"]), color=PREDICTED, lw=0.9,
             label=r"$T(\ln 3)$, slope " + slope_text + f" = {sweep['slope']:.4g}", zorder=2)
-    ax.plot(_array(sweep["x"]), _array(sweep["T2"]), "o", color=ALL, mfc="white", mew=0.9,
+    ax.plot(as_array(sweep["x"]), as_array(sweep["T2"]), "o", color=ALL, mfc="white", mew=0.9,
             label=r"integrated $T_2$", zorder=3)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(r"$T_2$")
     ax.legend(loc="upper left")
 
 
-@_house_style
+@house_style
 def plot_scaling(doc: Mapping):
     """``scaling``: ``T2`` against ``ln(1/sigma_att)`` and ``ln(1/sigma)``; markers are
     integrated runs, lines the closed form with its predicted slope (no fit).
@@ -181,7 +173,7 @@ def plot_scaling(doc: Mapping):
     return fig
 
 
-@_house_style
+@house_style
 def plot_algorithm1(doc: Mapping):
     """``algorithm1``: the joint flow (solid) against Algorithm 1 (dashed): the loss with the
     square-loss floor ``L*(theta_II)``, and ``A``, ``theta``; Algorithm 1's stage ends dotted.
@@ -197,7 +189,7 @@ def plot_algorithm1(doc: Mapping):
     fig, (ax, bx) = new_figure(3.8, 2, sharex=True, heights=[1.1, 1.0])
     ax.set_yscale("log")
     for key, ls, name in (("joint", "-", "joint flow"), ("algorithm1", "--", "Algorithm 1")):
-        s = {k: _array(v) for k, v in doc[key]["series"].items()}
+        s = {k: as_array(v) for k, v in doc[key]["series"].items()}
         ax.plot(s["t"], s["loss"], color=ALL, ls=ls, label=name, zorder=3)
         bx.plot(s["t"], s["A"], color=CONSISTENT, ls=ls, label=f"$A$, {name}", zorder=3)
         bx.plot(s["t"], s["theta"], color=HARD, ls=ls, label=fr"$\theta$, {name}", zorder=3)

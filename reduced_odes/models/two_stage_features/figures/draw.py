@@ -6,13 +6,20 @@ value weight black, the eigenvalue crossing reddish purple.
 
 from __future__ import annotations
 
-import functools
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
-from ...._figstyle import OKABE_ITO, STYLE, TIME_LABEL, log_time_axis, new_figure, sci, shade_spans
+from ...._figstyle import (
+    OKABE_ITO,
+    TIME_LABEL,
+    as_array,
+    house_style,
+    log_time_axis,
+    new_figure,
+    sci,
+    shade_spans,
+)
 
 __all__ = ["STAGE_NAMES", "plot_scaling", "plot_spectrum", "plot_stages", "stage_edges"]
 
@@ -22,21 +29,6 @@ STAGE_NAMES = ("I: syntax", "plateau", "II: semantics", "converged")
 _LEVEL = {"lw": 0.7, "ls": ":", "zorder": 2}
 
 
-def _house_style(plot: Callable) -> Callable:
-    """Draw inside the house rc settings, so that text added after the axes uses them too."""
-
-    @functools.wraps(plot)
-    def drawn(*args, **kwargs):
-        import matplotlib
-
-        with matplotlib.rc_context(STYLE):
-            return plot(*args, **kwargs)
-
-    return drawn
-
-
-def _array(values) -> np.ndarray:
-    return np.array([math.nan if v is None else v for v in values], dtype=float)
 
 
 def stage_edges(doc: Mapping) -> list[float]:
@@ -68,7 +60,7 @@ def _time_axes(axes, doc: Mapping, shade: bool = True) -> None:
     axes[-1].set_xlabel(TIME_LABEL)
 
 
-@_house_style
+@house_style
 def plot_stages(doc: Mapping):
     """``stages``: ``L_P``, ``L_Q`` (top) and ``v``, ``a``, ``b`` (bottom) against time, shaded.
 
@@ -78,7 +70,7 @@ def plot_stages(doc: Mapping):
     >>> len(fig.axes)
     2
     """
-    s, pred = {k: _array(v) for k, v in doc["series"].items()}, doc["predictions"]
+    s, pred = {k: as_array(v) for k, v in doc["series"].items()}, doc["predictions"]
     fig, (ax, bx) = new_figure(4.0, 2, sharex=True, heights=[1.0, 1.1])
     ax.plot(s["t"], s["L_P"], color=P, label=r"$L_P$ (syntax)", zorder=3)
     ax.plot(s["t"], s["L_Q"], color=Q, label=r"$L_Q$ (semantics)", zorder=3)
@@ -102,7 +94,7 @@ def _crossing_point(s: Mapping, T_cross: float) -> float:
     return float(np.exp(np.interp(T_cross, s["t"], np.log(s["eig_P"]))))
 
 
-@_house_style
+@house_style
 def plot_spectrum(doc: Mapping):
     """``spectrum``: eigenvalues of ``W = W_Kᵀ W_Q`` (P, Q blocks) against time, crossing marked.
 
@@ -112,7 +104,7 @@ def plot_spectrum(doc: Mapping):
     >>> fig.axes[0].get_yscale()
     'log'
     """
-    s, pred, p = {k: _array(v) for k, v in doc["series"].items()}, doc["predictions"], doc["params"]
+    s, pred, p = {k: as_array(v) for k, v in doc["series"].items()}, doc["predictions"], doc["params"]
     fig, (ax,) = new_figure(2.8, 1)
     ax.set_yscale("log")
     for key, colour, name, size in (("eig_P", P, "P block: $a$", p["d_P"]),
@@ -140,12 +132,12 @@ _STAGE_STYLE = {"T_P": (P, "o", r"$T_P$"), "T_Q": (Q, "s", r"$T_Q$"),
 def _times_panel(ax, x, measured: Mapping, x_line, line: Mapping, keys) -> None:
     for key in keys:
         colour, marker, label = _STAGE_STYLE[key]
-        ax.plot(x_line, _array(line[key]), color=colour, lw=0.9, zorder=2)
-        ax.plot(x, _array(measured[key]), marker, color=colour, ls="none", mfc="white",
+        ax.plot(x_line, as_array(line[key]), color=colour, lw=0.9, zorder=2)
+        ax.plot(x, as_array(measured[key]), marker, color=colour, ls="none", mfc="white",
                 mew=0.9, label=label, zorder=3)
 
 
-@_house_style
+@house_style
 def plot_scaling(doc: Mapping):
     """``scaling``: stage times against ``ln(1/σ²)`` and against ``d_Q/(π_Q² μ²)``.
 
