@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from ._registry import reference
     from ._sweep import load_grid, run_sweep
 
-    from .cli import check_run_options, writable
+    from .cli import check_run_options, run_executor, writable
 
     model = args.model
     writable(args.out, "file")
@@ -118,13 +118,14 @@ def run(args: argparse.Namespace) -> int:
             _split(model, setting)
         except ParameterError as exc:
             raise ParameterError(f"{exc} (in grid setting {setting})") from None
-    for variant in sorted({s[model.variant_option] for s in settings}):
-        load_system(model, variant)  # derive and compile once here, not in every worker
     metadata = {"versions": versions(), "platform": platform_stamp(),
                 "solver_defaults": SolverConfig().as_dict(),
                 "grid": os.path.abspath(args.grid)}
-    report = run_sweep(settings, solve_setting, args.out, max_workers=args.workers,
-                       progress=args.progress, metadata=metadata)
+    with run_executor(args) as (executor, workers):
+        for variant in sorted({s[model.variant_option] for s in settings}):
+            load_system(model, variant)  # derive and compile once here, not in every worker
+        report = run_sweep(settings, solve_setting, args.out, executor=executor,
+                           max_workers=workers, progress=args.progress, metadata=metadata)
     print(f"sweep: {report.total} settings, {report.skipped} already done, "
           f"{report.completed} completed, {report.failed} failed -> {report.results_path}")
     if report.failed:

@@ -16,6 +16,7 @@ Every output location, input file and parameter is checked before any work.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -220,6 +221,27 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repair", action="store_true",
                         help="first drop the corrupt lines of the results file, keeping the "
                              "valid ones (default: off; a corrupt file stops the run)")
+    parser.add_argument("--scheduler", metavar="ADDRESS|local", default=None,
+                        help="run on dask.distributed: a scheduler address, or 'local' for a "
+                             "LocalCluster of worker processes; only this process writes "
+                             "results (default: a local process pool; needs the "
+                             "[distributed] extra)")
+
+
+@contextlib.contextmanager
+def run_executor(args: argparse.Namespace):
+    """``(executor, max_workers)`` of a resumable run: a dask cluster with ``--scheduler``
+    (connected here, before any work), else the default process pool."""
+    if not getattr(args, "scheduler", None):
+        yield None, args.workers
+        return
+    from ._cluster import cluster_executor
+
+    executor = cluster_executor(args.scheduler, workers=args.workers)
+    try:
+        yield executor, None
+    finally:
+        executor.shutdown()
 
 
 def check_run_options(args: argparse.Namespace, results: Path) -> None:
@@ -238,8 +260,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
     out = writable(args.out if args.out is not None else f"results/{args.model.name}", "dir")
     check_run_options(args, out / f"verify-{args.grid}.jsonl")
-    report = verify(args.model, args.grid, args.variant, out, max_workers=args.workers,
-                    progress=getattr(args, "progress", True))
+    with run_executor(args) as (executor, workers):
+        report = verify(args.model, args.grid, args.variant, out, executor=executor,
+                        max_workers=workers, progress=getattr(args, "progress", True))
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:

@@ -2,10 +2,13 @@
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +20,8 @@ from reduced_odes._params import ParameterError  # noqa: E402
 from reduced_odes._sweep import expand_grid, read_results, run_sweep  # noqa: E402
 
 from _sweep_tasks import slow_square, square  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +95,34 @@ def test_results_file_is_written_by_the_client_only(local, tmp_path):
                       executor=local, progress=False)
     assert report.completed == 3 and again.skipped == 3 and again.completed == 0
     assert all(json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines())
+
+
+@pytest.mark.parametrize("command", ["sweep", "verify"])
+def test_cli_unreachable_scheduler_exits_2_with_one_line_before_any_work(tmp_path, command):
+    grid = tmp_path / "grid.toml"
+    grid.write_text("[grid]\nsigma = [1e-3]\n[fixed]\nL = 20\n")
+    out = tmp_path / "out"
+    argv = {"sweep": ["sweep", "--grid", str(grid), "--out", str(out / "r.jsonl")],
+            "verify": ["verify", "--grid", "quick", "--out", str(out)]}[command]
+    done = subprocess.run([sys.executable, "-m", "reduced_odes", *argv, "--scheduler",
+                           "tcp://127.0.0.1:9"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "scheduler" in lines[0] and "Traceback" not in done.stderr
+    assert not list(out.rglob("*.jsonl"))  # nothing computed
+
+
+def test_cli_sweep_on_a_local_cluster_matches_the_process_pool(tmp_path):
+    grid = tmp_path / "grid.toml"
+    grid.write_text("[grid]\nsigma = [1e-2, 1e-3]\n[fixed]\nL = 20\nrtol = 1e-8\n")
+    results = {}
+    for name, extra in (("pool", ["--workers", "2"]), ("cluster", ["--scheduler", "local",
+                                                                   "--workers", "2"])):
+        out = tmp_path / f"{name}.jsonl"
+        done = subprocess.run([sys.executable, "-m", "reduced_odes", "sweep", "--grid",
+                               str(grid), "--out", str(out), *extra], capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 0, done.stderr
+        results[name] = {r["key"]: r["result"]["phases"] for r in read_results(out)}
+    assert results["cluster"] == results["pool"]  # the same code, bit for bit
