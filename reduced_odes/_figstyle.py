@@ -18,7 +18,7 @@ import numpy as np
 from ._params import ParameterError
 from ._version import __version__
 
-__all__ = ["COLUMN_WIDTH", "FORMATS", "as_array", "house_style", "OKABE_ITO", "SERIES", "SHADES", "STYLE", "TIME_LABEL",
+__all__ = ["COLUMN_WIDTH", "FORMATS", "as_array", "draw_from_data", "house_style", "OKABE_ITO", "SERIES", "SHADES", "STYLE", "TIME_LABEL",
            "log_time_axis", "log_x", "new_figure", "parse_formats", "render", "save_figure",
            "sci", "shade_spans", "stamp"]
 
@@ -216,3 +216,31 @@ def save_figure(fig, path_stem: str | Path, formats: Sequence[str] = FORMATS) ->
             os.replace(tmp, path)
         paths.append(path)
     return paths
+
+
+def draw_from_data(figures: Mapping, out: str | Path, data: str | Path,
+                   formats: Sequence[str], model: str,
+                   compute_missing=None) -> list[Path]:
+    """Draw a model's figures from its data files: ``figures`` maps a name to
+    ``(plot, data file, subject)``; ``plot(document) -> Figure``.
+
+    Missing data files are computed first by ``compute_missing(data, names)``.
+    Each format gets a freshly drawn figure: a layout settled by one renderer
+    shifts the next by ~1e-5 pt, so a format's bytes would otherwise depend on
+    the formats drawn before it.
+    """
+    from ._results import read_json
+
+    out, data = Path(out), Path(data)
+    missing = sorted({source for _, source, _ in figures.values()
+                      if not (data / source).exists()})
+    if missing and compute_missing is not None:
+        compute_missing(data, missing)
+    written = []
+    for name, (plot, source, subject) in figures.items():
+        document = read_json(data / source)
+        for fmt in formats:
+            fig = plot(document)
+            stamp(fig, name, subject=subject, keywords=[f"model={model}"], data=[source])
+            written += save_figure(fig, out / name, [fmt])
+    return written

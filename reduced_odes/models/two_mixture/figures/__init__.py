@@ -53,20 +53,6 @@ def draw_figures(out: str | Path, data: str | Path,
     --------
     >>> draw_figures("figures/two_mixture", "figures/data/two_mixture")  # doctest: +SKIP
     """
-    from ...._figstyle import save_figure, stamp
-    from ...._results import read_json
+    from ...._figstyle import draw_from_data
 
-    out, data = Path(out), Path(data)
-    missing = [name for name in DATA_FILES if not (data / name).exists()]
-    if missing:
-        write_data(data, missing)
-    written = []
-    for name, (plot, source, subject) in FIGURES.items():
-        document = read_json(data / source)
-        # A fresh figure per format: a layout settled by one renderer shifts the next by
-        # ~1e-5 pt, so each format's bytes would depend on the formats drawn before it.
-        for fmt in formats:
-            fig = plot(document)
-            stamp(fig, name, subject=subject, keywords=["model=two_mixture"], data=[source])
-            written += save_figure(fig, out / name, [fmt])
-    return written
+    return draw_from_data(FIGURES, out, data, formats, "two_mixture", write_data)

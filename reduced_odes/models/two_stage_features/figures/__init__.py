@@ -58,16 +58,6 @@ def draw_figures(out: str | Path, data: str | Path,
     >>> draw_figures("figures/two_stage_features",
     ...              "figures/data/two_stage_features")  # doctest: +SKIP
     """
-    from ...._figstyle import save_figure, stamp
-    from ...._results import read_json
+    from ...._figstyle import draw_from_data
 
-    out, data = Path(out), Path(data)
-    missing = [name for name in DATA_FILES if not (data / name).exists()]
-    if missing:
-        write_data(data, missing)
-    written = []
-    for name, (plot, source, subject) in FIGURES.items():
-        fig = plot(read_json(data / source))
-        stamp(fig, name, subject=subject, keywords=["model=two_stage_features"], data=[source])
-        written += save_figure(fig, out / name, formats)
-    return written
+    return draw_from_data(FIGURES, out, data, formats, "two_stage_features", write_data)
