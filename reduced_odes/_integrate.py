@@ -240,7 +240,7 @@ def _assemble(model, params, variant, solver, thresholds, problem: Problem,
     stats = SolverStats(solver.method, solver.rtol, solver.atol, nfev=run.nfev, njev=run.njev,
                         nlu=run.nlu, steps=len(run.steps) - 1)
     return Trajectory(model.name, variant, model.variant_option, params, solver, thresholds, t,
-                      series, phases, stats, run.dense, system, unreached)
+                      series, phases, stats, run.dense, system, unreached, problem.args)
 
 
 def _why_not_reached(crossing: Crossing, series: dict, t_end: float) -> str:

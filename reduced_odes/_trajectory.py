@@ -74,6 +74,8 @@ class Trajectory:
     system: Any = field(repr=False)
     #: Phase name -> why it has no time (only the phases not reached).
     unreached: dict[str, str] = field(default_factory=dict)
+    #: The model's parameter values, as the compiled system takes them.
+    system_args: tuple[float, ...] = ()
 
     @property
     def state(self) -> np.ndarray:
@@ -91,12 +93,6 @@ class Trajectory:
         names = self.system.observable_names
         values = np.array([self.system.observables(y, *args)[:len(names)] for y in states])
         return {name: values[:, i] for i, name in enumerate(names)}
-
-    @property
-    def system_args(self) -> tuple[float, ...]:
-        from ._registry import get_model
-
-        return tuple(get_model(self.model).parameter_values(self.params, self.variant))
 
     @property
     def final(self) -> dict:

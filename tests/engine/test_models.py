@@ -144,3 +144,11 @@ def test_entry_point_plugins_are_registered(monkeypatch):
     monkeypatch.setattr(_registry, "_LOADED", {})
     assert "plugin_linear" in _registry._references()
     assert get_model("plugin_linear") is get_model("deep_linear")
+
+
+def test_a_user_models_trajectory_evaluates_its_observables():
+    model = get_model(f"{EXAMPLE}:MODEL")
+    traj = solve(model.Params(), model=model)
+    at_t1 = traj.observables_at([traj.phases["T_1"]])
+    # The crossing is a root of the dense output: u1 there is the level, to root-finding accuracy.
+    assert at_t1["u1"][0] == pytest.approx(model.Params().s1 / 2, rel=1e-10)

@@ -117,7 +117,15 @@ def stitch(params: TwoMixtureParams, solver: SolverConfig,
                         *(sum(getattr(s.stats, f) for s in stages)
                           for f in ("nfev", "njev", "nlu", "steps")))
     return Trajectory(first.model, first.variant, first.variant_option, params, solver, None, t,
-                      series, phases, stats, _stitched_dense(stages, offsets), first.system)
+                      series, phases, stats, _stitched_dense(stages, offsets), first.system,
+                      system_args=_values(params, first.variant))
+
+
+def _values(params: TwoMixtureParams, variant: str) -> tuple[float, ...]:
+    """The whole run's parameter values (the protocol's, not one stage's)."""
+    from ..._registry import get_model
+
+    return tuple(get_model("two_mixture").parameter_values(params, variant))
 
 
 def _stitched_dense(stages: Sequence[Trajectory], offsets: np.ndarray):
