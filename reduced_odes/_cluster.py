@@ -29,6 +29,11 @@ class _DaskExecutor(cf.Executor):
         self.client, self.cluster = client, cluster
         self._inner = client.get_executor(pure=False)  # a rerun must recompute, not reuse
 
+    @property
+    def max_workers(self) -> int:
+        """Worker threads on the cluster now (sizes the work kept in flight)."""
+        return max(1, sum(self.client.nthreads().values()))
+
     def submit(self, fn, /, *args, **kwargs):
         return self._inner.submit(fn, *args, **kwargs)
 

@@ -106,7 +106,10 @@ class Model(abc.ABC):
     for ``derive``, ``figures`` and ``compare``.  A command is offered only for
     a model that supplies its hook (:meth:`supports`).
     ``command_options(command, parser)`` may add model-specific options to a
-    command; their values reach the command's hook as keyword arguments.
+    command; their values reach the command's hook as keyword arguments.  A
+    ``compare`` that takes ``executor`` and ``workers`` gets the options
+    ``--workers`` and ``--scheduler`` (a local pool or a dask cluster) and
+    should run its parallel work there.
 
     Examples
     --------

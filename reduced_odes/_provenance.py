@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import platform
 
@@ -18,6 +19,13 @@ def versions() -> dict[str, str]:
     >>> sorted(versions())
     ['matplotlib', 'mpmath', 'numpy', 'python', 'reduced-odes', 'scipy', 'sympy']
     """
+    return dict(_versions())  # a copy: callers may add to it
+
+
+@functools.cache
+def _versions() -> dict[str, str]:
+    """Read once per process: package metadata costs milliseconds per read, and every
+    trajectory's record carries the versions."""
     stamp = {"reduced-odes": __version__, "python": platform.python_version()}
     for name in ("sympy", "scipy", "numpy", "mpmath", "matplotlib"):
         try:

@@ -10,18 +10,16 @@ import contextlib
 import hashlib
 import itertools
 import json
-import math
 import os
-import sys
 import time
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from ._params import ParameterError, warn
+from ._progress import Progress
 from ._results import dumps_record, loads_record
 
 __all__ = ["ResultsFileError", "SweepReport", "expand_grid", "load_grid", "process_pool",
@@ -317,47 +315,77 @@ class SweepReport:
     records: list[dict[str, Any]]  # successful records after the run, in the order of settings
 
 
-class _Progress:
-    """Progress on stderr: count/total, percent, elapsed time, ETA from the mean rate.
+#: A chunk of settings is sized to take about this long in a worker: long enough to
+#: amortise the per-task costs (pickling, a round trip, the results file's fsync),
+#: short enough that an interrupt loses at most this much finished work per worker.
+CHUNK_SECONDS = 0.25
+MAX_CHUNK = 256
 
-    On a terminal one line is rewritten in place; otherwise (a log file, CI) plain lines, one
-    per 5% of the settings or per 30 s, whichever comes first, so that logs stay short and
-    hold no carriage returns.
+
+def _run_chunk(task: Callable, settings: list[Setting]
+               ) -> tuple[list[tuple[bool, Any]], float, BaseException | None]:
+    """A worker's job: ``task`` on each setting.
+
+    Returns ``[(ok, result or error)]``, the wall time, and the interrupt (e.g.
+    ``KeyboardInterrupt``) that stopped the chunk early, whose finished settings
+    the client still writes before raising it.
     """
-
-    def __init__(self, show: bool, total: int):
-        self.show, self.total, self.start = show, total, time.monotonic()
-        self.tty, self.last = sys.stderr.isatty(), (-1, -math.inf)
-
-    def __call__(self, outcomes: dict, final: bool = False) -> None:
-        count, now = sum(outcomes.values()), time.monotonic()
-        step = max(1, self.total // 20)
-        due = self.tty or final or count // step > self.last[0] // step or now - self.last[1] > 30
-        if not self.show or not due or (final and not self.tty and count == self.last[0]):
-            return
-        self.last = (count, now)
-        elapsed = now - self.start
-        eta = timedelta(seconds=round(elapsed / count * (self.total - count))) if count else "?"
-        failed = f", {outcomes[False]} failed" if outcomes[False] else ""
-        text = (f"sweep {count}/{self.total} ({100 * count // self.total}%) elapsed "
-                f"{timedelta(seconds=round(elapsed))} eta {eta}{failed}")
-        if self.tty:
-            print(f"\r{text}  ", end="\n" if final else "", file=sys.stderr, flush=True)
-        else:
-            print(text, file=sys.stderr, flush=True)
+    start, outcomes = time.perf_counter(), []
+    for setting in settings:
+        try:
+            outcomes.append((True, task(setting)))
+        except Exception as exc:  # recorded as this setting's error line, retried next run
+            outcomes.append((False, f"{type(exc).__name__}: {exc}"))
+        except BaseException as stop:
+            return outcomes, time.perf_counter() - start, stop
+    return outcomes, time.perf_counter() - start, None
 
 
-def _line(key: str, setting: Setting, future: cf.Future, metadata: dict) -> tuple[bytes, bool]:
-    """The results line of a finished future, and whether it records a success."""
-    record: dict[str, Any] = {"key": key, "setting": setting}
+def _lines(keys: list[str], pending: dict[str, Setting], future: cf.Future,
+           metadata: dict) -> list[tuple[bytes, bool]]:
+    """The results lines of a finished chunk, and whether each records a success."""
     try:
-        line = dumps_record(record | {"result": future.result(), "metadata": metadata})
-    except cf.BrokenExecutor:  # the executor died: not this setting's fault
+        outcomes, _, _ = future.result()
+    except cf.BrokenExecutor:  # the executor died: not these settings' fault
         raise
-    except Exception as exc:  # the task raised, or its result is not JSON serialisable
-        record |= {"error": f"{type(exc).__name__}: {exc}", "metadata": metadata}
-        return dumps_record(record).encode() + b"\n", False
-    return line.encode() + b"\n", True
+    except Exception as exc:  # e.g. a result that cannot be sent back
+        outcomes = [(False, f"{type(exc).__name__}: {exc}")] * len(keys)
+    lines = []
+    for key, (ok, value) in zip(keys, outcomes, strict=False):  # an interrupted chunk is short
+        record: dict[str, Any] = {"key": key, "setting": pending[key]}
+        if ok:
+            try:
+                lines.append((dumps_record(record | {"result": value, "metadata": metadata}), True))
+                continue
+            except Exception as exc:  # the result is not JSON serialisable
+                value = f"{type(exc).__name__}: {exc}"
+        lines.append((dumps_record(record | {"error": value, "metadata": metadata}), False))
+    return [(line.encode() + b"\n", ok) for line, ok in lines]
+
+
+class _Chunks:
+    """The pending keys, handed out in chunks sized from the measured time per task."""
+
+    def __init__(self, keys: list[str], slots: int):
+        self.keys, self.slots, self.pos, self.size = keys, slots, 0, 1
+
+    def next(self) -> list[str]:
+        left = len(self.keys) - self.pos
+        size = min(self.size, max(1, -(-left // self.slots)))  # keep every slot busy to the end
+        chunk = self.keys[self.pos:self.pos + size]
+        self.pos += len(chunk)
+        return chunk
+
+    def learn(self, tasks: int, seconds: float) -> None:
+        per_task = seconds / max(tasks, 1)
+        self.size = MAX_CHUNK if per_task <= 0 else int(min(MAX_CHUNK, max(1, CHUNK_SECONDS
+                                                                           / per_task)))
+
+
+def _slots(pool: cf.Executor) -> int:
+    """Chunks in flight: two per worker, so that no worker waits for the client."""
+    workers = getattr(pool, "max_workers", None) or getattr(pool, "_max_workers", None) or 4
+    return 2 * int(workers)
 
 
 def run_sweep(
@@ -388,7 +416,8 @@ def run_sweep(
         Processes of the default executor (default: every core); never more than the
         cores or the pending settings.
     progress
-        Progress on stderr (see ``_Progress``); None: only if stderr is a terminal.
+        Progress on stderr (:class:`~reduced_odes._progress.Progress`); None: only if
+        stderr is a terminal.
     metadata
         JSON-serialisable dict (versions, solver settings, ...) stored in every line.
 
@@ -434,30 +463,44 @@ def _run_pending(todo: dict[str, Setting], task: Callable, path: Path, executor,
     outcomes: dict[bool, int] = {True: 0, False: 0}
     if not pending:
         return outcomes
-    futures: dict[cf.Future, str] = {}
     pool = process_pool(max_workers, len(pending)) if executor is None else executor
-    show = progress if progress is not None else sys.stderr.isatty()
-    report = _Progress(show, len(pending))
-    report(outcomes)
+    chunks, inflight = _Chunks(list(pending), _slots(pool)), {}
+    report = Progress("sweep", len(pending), show=progress)
+    report.update(0)
+
+    def fill() -> None:
+        while len(inflight) < chunks.slots and (keys := chunks.next()):
+            settings = [dict(pending[key]) for key in keys]
+            inflight[pool.submit(_run_chunk, task, settings)] = keys
+
     try:
         with open(path, "ab") as fh:
-            for key, setting in pending.items():
-                futures[pool.submit(task, dict(setting))] = key
-            for future in cf.as_completed(futures):
-                line, ok = _line(futures[future], pending[futures[future]], future, metadata)
-                fh.write(line)  # one write of the whole line, then force it to disk
-                fh.flush()
-                os.fsync(fh.fileno())
-                outcomes[ok] += 1
-                report(outcomes)
+            fill()
+            while inflight:
+                finished, _ = cf.wait(inflight, return_when=cf.FIRST_COMPLETED)
+                for future in finished:
+                    keys = inflight.pop(future)
+                    lines = _lines(keys, pending, future, metadata)
+                    fh.write(b"".join(line for line, _ in lines))  # whole lines, then to disk
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                    for _, ok in lines:
+                        outcomes[ok] += 1
+                    report.tick(len(lines), failed=sum(not ok for _, ok in lines))
+                    if not future.exception():
+                        _, seconds, stop = future.result()
+                        if stop is not None:
+                            raise stop
+                        chunks.learn(len(keys), seconds)
+                fill()
     except BaseException:  # e.g. KeyboardInterrupt: finished lines stay, the rest is dropped
-        for future in futures:
+        for future in inflight:
             future.cancel()
         if executor is None:
             _stop(pool)
         raise
     finally:
-        report(outcomes, final=True)
+        report.close()
     if executor is None:
         pool.shutdown()
     return outcomes

@@ -213,19 +213,24 @@ def _add_verify_arguments(parser: argparse.ArgumentParser, model) -> None:
     add_run_options(parser)
 
 
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """``--workers`` and ``--repair``, shared by the commands that run a resumable sweep."""
+def add_executor_options(parser: argparse.ArgumentParser) -> None:
+    """``--workers`` and ``--scheduler``: where a command's parallel work runs."""
     parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="worker processes, at most the cores and the settings "
+                        help="worker processes, at most the cores and the tasks "
                              "(default: every core)")
-    parser.add_argument("--repair", action="store_true",
-                        help="first drop the corrupt lines of the results file, keeping the "
-                             "valid ones (default: off; a corrupt file stops the run)")
     parser.add_argument("--scheduler", metavar="ADDRESS|local", default=None,
                         help="run on dask.distributed: a scheduler address, or 'local' for a "
                              "LocalCluster of worker processes; only this process writes "
                              "results (default: a local process pool; needs the "
                              "[distributed] extra)")
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the commands that run a resumable sweep: where, and ``--repair``."""
+    add_executor_options(parser)
+    parser.add_argument("--repair", action="store_true",
+                        help="first drop the corrupt lines of the results file, keeping the "
+                             "valid ones (default: off; a corrupt file stops the run)")
 
 
 @contextlib.contextmanager
@@ -244,7 +249,7 @@ def run_executor(args: argparse.Namespace):
         executor.shutdown()
 
 
-def check_run_options(args: argparse.Namespace, results: Path) -> None:
+def check_run_options(args: argparse.Namespace, results: Path | None = None) -> None:
     """Validate ``--workers``; with ``--repair``, repair ``results`` (before any work)."""
     if args.workers is not None and args.workers < 1:
         raise ParameterError(f"workers={args.workers} must be an integer >= 1")
@@ -321,6 +326,16 @@ def _add_compare_arguments(parser: argparse.ArgumentParser, model) -> None:
                         help="print the result as JSON (default: a table)")
     parser.add_argument("--out", metavar="DIR", default="results",
                         help="directory for the comparison's data files (default: results/)")
+    if _runs_in_parallel(model):
+        add_executor_options(parser)
+
+
+def _runs_in_parallel(model) -> bool:
+    """Whether the model's ``compare`` takes an ``executor`` (and so ``--workers/--scheduler``)."""
+    import inspect
+
+    compare = getattr(model, "compare", None)  # the parser is built for every command
+    return compare is not None and "executor" in inspect.signature(compare).parameters
 
 
 def _model_options(args: argparse.Namespace) -> dict:
@@ -330,8 +345,14 @@ def _model_options(args: argparse.Namespace) -> dict:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     model = args.model
-    result = model.compare(quick=args.quick, out=writable(args.out, "dir"),
-                           **_model_options(args))
+    out = writable(args.out, "dir")
+    if not _runs_in_parallel(model):
+        result = model.compare(quick=args.quick, out=out, **_model_options(args))
+    else:
+        check_run_options(args)
+        with run_executor(args) as (executor, workers):
+            result = model.compare(quick=args.quick, out=out, executor=executor,
+                                   workers=workers, **_model_options(args))
     print(json.dumps(result, indent=2) if args.json else model.format_compare(result))
     return EXIT_OK
 

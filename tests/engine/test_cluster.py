@@ -97,20 +97,37 @@ def test_results_file_is_written_by_the_client_only(local, tmp_path):
     assert all(json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines())
 
 
-@pytest.mark.parametrize("command", ["sweep", "verify"])
+@pytest.mark.parametrize("command", ["sweep", "verify", "compare"])
 def test_cli_unreachable_scheduler_exits_2_with_one_line_before_any_work(tmp_path, command):
     grid = tmp_path / "grid.toml"
     grid.write_text("[grid]\nsigma = [1e-3]\n[fixed]\nL = 20\n")
     out = tmp_path / "out"
     argv = {"sweep": ["sweep", "--grid", str(grid), "--out", str(out / "r.jsonl")],
-            "verify": ["verify", "--grid", "quick", "--out", str(out)]}[command]
+            "verify": ["verify", "--grid", "quick", "--out", str(out)],
+            "compare": ["compare", "--grid", str(grid), "--out", str(out)]}[command]
     done = subprocess.run([sys.executable, "-m", "reduced_odes", *argv, "--scheduler",
                            "tcp://127.0.0.1:9"], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "scheduler" in lines[0] and "Traceback" not in done.stderr
-    assert not list(out.rglob("*.jsonl"))  # nothing computed
+    assert not list(out.rglob("*.json*"))  # nothing computed
+
+
+def test_compare_grid_on_a_local_cluster_matches_the_process_pool(tmp_path):
+    grid = tmp_path / "grid.toml"
+    grid.write_text("[grid]\nsigma = [0.3, 0.1]\n[fixed]\nL = 8\nwstar = 0.3\n")
+    rows = {}
+    for name, extra in (("pool", ["--workers", "2"]), ("cluster", ["--scheduler", "local",
+                                                                   "--workers", "2"])):
+        out = tmp_path / name
+        done = subprocess.run([sys.executable, "-m", "reduced_odes", "compare", "--grid",
+                               str(grid), "--tokens", "2e4", "--samples", "3", "--out",
+                               str(out)], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 0, done.stderr
+        rows[name] = json.loads((out / "compare-grid.json").read_text())["rows"]
+    assert len(rows["pool"]) == 2 and rows["cluster"] == rows["pool"]  # seeds fix every sample
 
 
 def test_cli_sweep_on_a_local_cluster_matches_the_process_pool(tmp_path):

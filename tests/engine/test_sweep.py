@@ -253,7 +253,9 @@ def test_keyboard_interrupt_keeps_finished_lines_and_cancels_the_rest(tmp_path):
     with ThreadPoolExecutor(1) as pool, pytest.raises(KeyboardInterrupt):
         run_sweep(tasks.squares(10), interrupted_at_three, path, executor=pool, progress=False)
     assert [r["setting"]["x"] for r in read_results(path)] == [0, 1, 2]
-    assert len(calls) <= 5  # the pending futures were cancelled
+    # The interrupted chunk stopped at 3, and only the chunk already queued behind it in
+    # the one thread ran (6, 7): nothing else was started.
+    assert len(calls) <= 6 and 9 not in calls
     report = _threads(tasks.squares(10), tasks.square, path)
     assert (report.skipped, report.completed) == (3, 7)
 
@@ -280,3 +282,21 @@ def test_failed_setting_records_an_error_line_and_is_retried(tmp_path, capsys):
         assert (fixed.skipped, fixed.completed, fixed.failed) == (4, 1, 0)
     assert [r["result"]["y"] for r in fixed.records] == [0, 1, 4, 9, 16]
     assert len(read_results(path)) == 5 + 1 + 1
+
+
+def test_quick_tasks_go_out_in_chunks_and_come_back_in_order(tmp_path, monkeypatch):
+    import reduced_odes._sweep as sweep
+
+    sizes, run_chunk = [], sweep._run_chunk
+
+    def recording(task, settings):
+        sizes.append(len(settings))
+        return run_chunk(task, settings)
+
+    monkeypatch.setattr(sweep, "_run_chunk", recording)
+    with ThreadPoolExecutor(2) as pool:
+        report = run_sweep(tasks.squares(300), tasks.square, tmp_path / "r.jsonl",
+                           executor=pool, progress=False)
+    assert [r["result"]["y"] for r in report.records] == [x * x for x in range(300)]
+    assert sum(sizes) == 300 and max(sizes) > 1  # microsecond tasks are batched
+    assert sizes[:4] == [1, 1, 1, 1]  # until a time per task is measured

@@ -187,13 +187,18 @@ class InductionHead(Model):
         parser.add_argument("--grid", metavar="FILE.toml", default=None,
                             help="[grid]/[fixed] tables of L, sigma, wstar, alpha, run through "
                                  "the resumable sweep engine")
+        parser.add_argument("--tokens", type=lambda v: int(float(v)), default=None,
+                            help="population estimator: draws x L per independent sample "
+                                 "(default: 5e6, or 6.25e5 with --quick); the standard error "
+                                 "falls like 1/sqrt(tokens x samples)")
+        parser.add_argument("--samples", type=int, default=None,
+                            help="population estimator: independent samples, the error bars' "
+                                 "degrees of freedom + 1 (default: 8)")
 
-    def compare(self, *, quick: bool, out: Path, estimator: str = "population", L=None,
-                sigma=None, wstar=None, alpha=None, grid=None) -> dict:
+    def compare(self, *, quick: bool, out: Path, executor=None, workers=None, **options) -> dict:
         from .compare import run_compare
 
-        return run_compare(quick=quick, out=out, estimator=estimator, L=L, sigma=sigma,
-                           wstar=wstar, alpha=alpha, grid=grid)
+        return run_compare(quick=quick, out=out, executor=executor, workers=workers, **options)
 
     def format_compare(self, result: dict) -> str:
         from .compare import format_markdown, format_population

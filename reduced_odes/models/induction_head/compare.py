@@ -95,7 +95,9 @@ def _map(fn: Callable, items: Sequence, workers: int) -> list:
     """``[fn(i) for i in items]``, in a process pool when ``workers > 1``."""
     if workers <= 1 or len(items) <= 1:
         return [fn(i) for i in items]
-    with cf.ProcessPoolExecutor(max_workers=min(workers, len(items))) as pool:
+    from ..._sweep import process_pool
+
+    with process_pool(workers, len(items)) as pool:
         return list(pool.map(fn, items))
 
 
@@ -637,9 +639,13 @@ def sgd_overlay(n_seeds: int = 4, eta: float = 0.5, batch: int = 256,
 # --------------------------------------------------------------------------- #
 # Population estimator: deterministic ground truth from sample averages
 # --------------------------------------------------------------------------- #
-#: Work per independent sample, in tokens (draws times L): the cost of a
-#: sample is then the same at every L, and the control variate improves with L.
-POPULATION_TOKENS = 6_000_000
+#: Work per independent sample, in tokens (draws times L): the cost of a sample
+#: is then about the same at every L.  With POPULATION_SAMPLES samples the
+#: standard error of T_em is about 0.1% on the closure-error grid.
+POPULATION_TOKENS = 5_000_000
+POPULATION_SAMPLES = 8
+#: Tokens per vectorised block: about 25 MB of exponentials at 32 nodes, at any L.
+BLOCK_TOKENS = 50_000
 POPULATION_PHASES = ("T_II", "T_em", "T_III", "window")
 
 
@@ -660,9 +666,23 @@ def _closure_block(traj, exact: dict[str, Any]) -> dict[str, Any]:
     return block
 
 
+def _population_model(group: dict[str, Any]):
+    from .population import InductionHeadPopulation
+
+    return InductionHeadPopulation(L=int(group["L"]), wstar=float(group["wstar"]),
+                                   alpha=float(group["alpha"]),
+                                   sigmas=tuple(float(s) for s in group["sigmas"]),
+                                   attention=group.get("attention", "exact"))
+
+
+def _sample_options(L: int, tokens: int, samples: int, nodes: int, seed: int) -> dict[str, int]:
+    return {"draws": max(2 * samples, tokens // L), "nodes": nodes,
+            "block": max(1, BLOCK_TOKENS // L), "seed": seed}
+
+
 def population_rows(L: int, wstar: float, alpha: float, sigmas: Sequence[float], *,
-                    tokens: int = POPULATION_TOKENS, samples: int = 4, nodes: int = 40,
-                    seed: int = 0, executor=None, progress: bool = True,
+                    tokens: int = POPULATION_TOKENS, samples: int = POPULATION_SAMPLES,
+                    nodes: int = 32, seed: int = 0, executor=None, progress: bool = True,
                     attention: str = "exact") -> dict[str, Any]:
     """Exact (population-flow) phase times against both closures, one row per ``sigma``.
 
@@ -695,14 +715,21 @@ def population_rows(L: int, wstar: float, alpha: float, sigmas: Sequence[float],
     >>> sorted(res["rows"][0])
     ['L', 'alpha', 'exact', 'linear', 'meanfield', 'sigma', 'wstar']
     """
-    from .population import InductionHeadPopulation, population_flow
+    from .population import population_flow
 
-    model = InductionHeadPopulation(L=L, wstar=wstar, alpha=alpha, sigmas=tuple(sigmas),
-                                    attention=attention)
-    est = population_flow(model, samples=samples, draws=max(2 * samples, tokens // L),
-                          nodes=nodes, seed=seed, executor=executor, progress=progress)
+    group = {"L": L, "wstar": wstar, "alpha": alpha, "sigmas": list(sigmas),
+             "attention": attention}
+    est = population_flow(_population_model(group), samples=samples, executor=executor,
+                          progress=progress, **_sample_options(L, tokens, samples, nodes, seed))
+    return rows_from_estimate(group, est, tokens=tokens)
+
+
+def rows_from_estimate(group: dict[str, Any], est: dict[str, Any], *,
+                       tokens: int) -> dict[str, Any]:
+    """The rows of one set of tables (``group``: ``L, wstar, alpha, sigmas``) from its estimate."""
+    L, alpha, wstar = int(group["L"]), float(group["alpha"]), float(group["wstar"])
     rows = []
-    for sigma in sigmas:
+    for sigma in group["sigmas"]:
         odes = {c: _ode(L, alpha, wstar, sigma, c) for c in ("linear", "meanfield")}
         exact: dict[str, Any] = {"intervals": {}}
         for name in POPULATION_PHASES:
@@ -714,17 +741,22 @@ def population_rows(L: int, wstar: float, alpha: float, sigmas: Sequence[float],
         exact["window_is_T_III"] = bool(exact["T_II"] == 0.0)
         rows.append({"L": L, "sigma": sigma, "wstar": wstar, "alpha": alpha, "exact": exact,
                      **{c: _closure_block(t, exact) for c, t in odes.items()}})
-    diagnostics = {k: est[k] for k in ("interpolation_error", "closure_check", "settings",
-                                       "wall_time_s")}
-    return _json({"rows": rows, "estimator": {**diagnostics, "attention": attention,
+    diagnostics = {k: est[k] for k in ("interpolation_error", "closure_check") if k in est}
+    diagnostics["settings"] = est.get("settings")
+    return _json({"rows": rows, "estimator": {**diagnostics,
+                                              "attention": group.get("attention", "exact"),
                                               "tokens": tokens}})
 
 
-def population_task(setting: dict[str, Any]) -> dict[str, Any]:
-    """Sweep task: ``{"L", "wstar", "alpha", "sigmas", ...}`` -> :func:`population_rows`."""
-    options = {k: setting[k] for k in ("tokens", "samples", "nodes", "seed") if k in setting}
-    return population_rows(int(setting["L"]), float(setting["wstar"]), float(setting["alpha"]),
-                           [float(s) for s in setting["sigmas"]], progress=False, **options)
+def population_sample_task(setting: dict[str, Any]) -> dict[str, Any]:
+    """Sweep task: sample ``setting["sample"]`` of the tables of one ``(L, wstar, alpha)``."""
+    from .population import population_sample
+
+    L = int(setting["L"])
+    options = _sample_options(L, int(setting["tokens"]), int(setting["samples"]),
+                              int(setting["nodes"]), int(setting["seed"]))
+    return _json(population_sample(_population_model(setting), int(setting["sample"]),
+                                   **options))
 
 
 def group_by_tables(settings: Sequence[dict[str, Any]], **options) -> list[dict[str, Any]]:
@@ -775,7 +807,8 @@ def format_population(result: dict[str, Any]) -> str:
 
 
 def check_compare_request(*, out: str, estimator: str, L, sigma, wstar, alpha,
-                          grid: str | None) -> list[dict[str, Any]]:
+                          grid: str | None, tokens: int = POPULATION_TOKENS,
+                          samples: int = POPULATION_SAMPLES) -> list[dict[str, Any]]:
     """Validate every input of ``compare`` before any work; the settings to run.
 
     Raises :class:`~reduced_odes.ParameterError` (one line) on a bad output
@@ -795,6 +828,12 @@ def check_compare_request(*, out: str, estimator: str, L, sigma, wstar, alpha,
 
     if estimator not in ("population", "sgd"):
         raise ParameterError(f"estimator={estimator!r}; allowed: population, sgd")
+    if not 10_000 <= tokens <= 10**10:
+        raise ParameterError(f"tokens={tokens!r} is out of range; allowed: an integer in "
+                             "[10000, 1e10]")
+    if not 2 <= samples <= 1000:
+        raise ParameterError(f"samples={samples!r} is out of range; allowed: an integer in "
+                             "[2, 1000] (error bars need at least 2)")
     target = Path(out)
     if target.exists() and not target.is_dir():
         raise ParameterError(f"out={out!r} is not a directory")
@@ -826,90 +865,86 @@ def check_compare_request(*, out: str, estimator: str, L, sigma, wstar, alpha,
 def run_compare(*, quick: bool, out, estimator: str = "population", L: int | None = None,
                 sigma: float | None = None, wstar: float | None = None,
                 alpha: float | None = None, grid: str | None = None,
-                workers: int = 2) -> dict[str, Any]:
+                tokens: int | None = None, samples: int | None = None,
+                executor: cf.Executor | None = None, workers: int | None = None
+                ) -> dict[str, Any]:
     """The ``compare`` command: validate everything, then run the chosen estimator.
 
     ``population``: one setting (``compare-population.json``) or, with
-    ``grid``, every setting through the resumable sweep engine
-    (``compare-grid.jsonl`` then ``compare-grid.json``), all in ``out``.
-    ``sgd``: :func:`compare_closures` on the preset grid, or on the one
-    setting given.
+    ``grid``, every setting through the resumable sweep engine, one task per
+    independent sample (``compare-grid.jsonl`` then ``compare-grid.json``),
+    all in ``out``.  ``sgd``: :func:`compare_closures` on the preset grid, or
+    on the one setting given.  ``executor`` (e.g. a dask cluster's) runs the
+    work; by default a local process pool of ``workers``.
     """
     from pathlib import Path
 
     from ..._provenance import versions
     from ..._results import write_json
+    from ..._sweep import process_pool
 
     given = {"L": L, "sigma": sigma, "wstar": wstar}
     defaults = {"L": 20, "sigma": 0.1, "wstar": 0.3}
     filled = {k: defaults[k] if v is None else v for k, v in given.items()}
     alpha = 0.5 if alpha is None else alpha
+    tokens = (POPULATION_TOKENS // (8 if quick else 1)) if tokens is None else tokens
+    samples = POPULATION_SAMPLES if samples is None else samples
     settings = check_compare_request(out=str(out), estimator=estimator, alpha=alpha, grid=grid,
-                                     **filled)
+                                     tokens=tokens, samples=samples, **filled)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if estimator == "sgd":
         one = grid is None and any(v is not None for v in given.values())
         points = {k: tuple(dict.fromkeys(s[k] for s in settings)) for k in ("L", "sigma", "wstar")}
-        result = compare_closures(quick=quick, alpha=alpha,
+        result = compare_closures(quick=quick, alpha=alpha, workers=workers or 2,
                                   **({"grid": points, "modes_at": ()} if one or grid else {}))
         write_json(out / f"compare-{'quick' if quick else 'full'}.json",
                    {**result, "versions": versions()})
         if not (one or grid):
             write_json(out / "compare-overlay.json", sgd_overlay())
         return result
-    tokens = POPULATION_TOKENS // (8 if quick else 1)
-    groups = group_by_tables(settings, tokens=tokens)
+    options = {"tokens": tokens, "samples": samples, "nodes": 32, "seed": 0}
+    groups = group_by_tables(settings)
     start = time.perf_counter()
     if grid is None:
-        with cf.ProcessPoolExecutor(workers) as pool:
-            runs = [population_rows(g["L"], g["wstar"], g["alpha"], g["sigmas"], tokens=tokens,
-                                    executor=pool) for g in groups]
+        pool = executor or process_pool(workers, samples)
+        try:
+            runs = [population_rows(g["L"], g["wstar"], g["alpha"], g["sigmas"], executor=pool,
+                                    **options) for g in groups]
+        finally:
+            if executor is None:
+                pool.shutdown()
         name = "compare-population.json"
     else:
-        runs = _population_sweep(groups, out / "compare-grid.jsonl", workers)
+        runs = _population_sweep(groups, options, out / "compare-grid.jsonl", executor, workers)
         name = "compare-grid.json"
     result = {"rows": [row for run in runs for row in run["rows"]],
               "metadata": {"estimator": "population", "tokens_per_sample": tokens,
-                           "tables": [run["estimator"] for run in runs],
+                           "samples": samples, "tables": [run["estimator"] for run in runs],
                            "wall_time_s": time.perf_counter() - start, "versions": versions()}}
     write_json(out / name, result)
     return _json(result)
 
 
-class _Ticking(cf.Executor):
-    """An executor that reports each finished task to a :class:`~.population.Progress`."""
-
-    def __init__(self, inner: cf.Executor, progress):
-        self.inner, self.progress = inner, progress
-
-    def submit(self, fn, /, *args, **kwargs):
-        future = self.inner.submit(fn, *args, **kwargs)
-        future.add_done_callback(lambda _: self.progress.tick())
-        return future
-
-    def shutdown(self, wait: bool = True, **kwargs):
-        self.inner.shutdown(wait, **kwargs)
-
-
-def _population_sweep(groups: list[dict[str, Any]], path, workers: int,
-                      executor: cf.Executor | None = None) -> list[dict[str, Any]]:
-    """Run the groups through the resumable sweep engine; their results, in order."""
+def _population_sweep(groups: list[dict[str, Any]], options: dict[str, Any], path,
+                      executor: cf.Executor | None, workers: int | None) -> list[dict[str, Any]]:
+    """Every sample of every group through the resumable sweep engine; the groups' rows."""
     from ..._provenance import versions
-    from ..._sweep import run_sweep
-    from .population import Progress
+    from ..._sweep import read_results, run_sweep
+    from .population import summarize_samples
 
-    bar = Progress("compare grid", len(groups), quiet=0.0)
-    inner = executor or cf.ProcessPoolExecutor(workers)
-    try:
-        report = run_sweep(groups, population_task, path, executor=_Ticking(inner, bar),
-                           progress=False, metadata={"versions": versions()})
-    finally:
-        bar.close()
-        if executor is None:
-            inner.shutdown()
+    tasks = [{**group, **options, "sample": k} for group in groups
+             for k in range(options["samples"])]
+    report = run_sweep(tasks, population_sample_task, path, executor=executor,
+                       max_workers=None if executor is not None else workers, progress=True,
+                       metadata={"versions": versions()})
     if report.failed:
-        errors = [r["error"] for r in __import__("reduced_odes._sweep", fromlist=["x"])
-                  .read_results(path) if "error" in r]
+        errors = [r["error"] for r in read_results(path) if "error" in r]
         raise RuntimeError(f"{report.failed} grid task(s) failed; first: {errors[0]}")
-    return [record["result"] for record in report.records]
+    runs = []
+    for i, group in enumerate(groups):
+        per_sample = report.records[i * options["samples"]:(i + 1) * options["samples"]]
+        est = summarize_samples([record["result"] for record in per_sample])
+        est["settings"] = {**options, "antithetic": "x_L", "control": "meanfield"}
+        runs.append(rows_from_estimate(group, est, tokens=options["tokens"]))
+    return runs

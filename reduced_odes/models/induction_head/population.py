@@ -23,7 +23,6 @@ averages; :class:`InductionHeadPopulation` is the induction head's.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,8 +32,8 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.polynomial import chebyshev as cheb
 
-__all__ = ["InductionHeadPopulation", "PopulationModel", "Progress", "closure_averages",
-           "population_flow"]
+__all__ = ["InductionHeadPopulation", "PopulationModel", "closure_averages", "population_flow",
+           "population_sample", "summarize_samples"]
 
 QUANTITIES = ("M2", "M1", "D1", "D2")
 #: A closure's sample average is declared consistent with its closed form when
@@ -83,39 +82,45 @@ class PopulationModel(Protocol):
 
 
 class _Moments:
-    """Running sums of per-draw values: means, variances and covariances with the target."""
+    """Running sums of per-draw values: means and the covariances of every pair of names."""
 
     def __init__(self):
-        self.n, self.names, self.sum, self.sq, self.cross = 0, (), 0.0, 0.0, 0.0
+        self.n, self.names, self.sum, self.prod = 0, (), 0.0, 0.0
 
     def add(self, draws: dict[str, np.ndarray]) -> None:
         self.names = tuple(draws)
         stack = np.stack(list(draws.values()))  # (names, n, quantities, points)
         self.n += stack.shape[1]
         self.sum = self.sum + stack.sum(1)
-        self.sq = self.sq + (stack * stack).sum(1)
-        self.cross = self.cross + (stack * draws["target"]).sum(1)
+        self.prod = self.prod + np.einsum("inqp,jnqp->ijqp", stack, stack)
 
     def merge(self, other: _Moments) -> _Moments:
         self.names = other.names
         self.n += other.n
-        self.sum, self.sq = self.sum + other.sum, self.sq + other.sq
-        self.cross = self.cross + other.cross
+        self.sum, self.prod = self.sum + other.sum, self.prod + other.prod
         return self
 
     def mean(self, name: str) -> np.ndarray:
         return self.sum[self.names.index(name)] / self.n
 
+    def _cov(self) -> np.ndarray:
+        """Covariances of every pair of names, ``(names, names, quantities, points)``."""
+        means = self.sum / self.n
+        return self.prod / self.n - means[:, None] * means[None]
+
     def var(self, name: str) -> np.ndarray:
         i = self.names.index(name)
-        return (self.sq[i] / self.n - self.mean(name) ** 2) * self.n / (self.n - 1)
+        return self._cov()[i, i] * self.n / (self.n - 1)
 
     def controlled(self, control: str, expectation: np.ndarray) -> np.ndarray:
-        """Target mean minus ``beta (control mean - expectation)``, ``beta`` the optimal slope."""
-        i = self.names.index(control)
-        cov = self.cross[i] / self.n - self.mean("target") * self.mean(control)
-        var = self.var(control)
-        beta = cov / np.where(var > 0, var, 1.0)
+        """Target mean minus ``beta (control mean - expectation)``, ``beta`` the optimal slope.
+
+        Both covariances carry the same normalisation, so ``beta`` is exactly 1
+        when the target is the control.
+        """
+        cov = self._cov()
+        t, c = self.names.index("target"), self.names.index(control)
+        beta = cov[t, c] / np.where(cov[c, c] > 0, cov[c, c], 1.0)
         return self.mean("target") - beta * (self.mean(control) - expectation)
 
     def z_scores(self, name: str, expectation: np.ndarray) -> np.ndarray:
@@ -134,44 +139,6 @@ def chebyshev_nodes(n: int, lo: float, hi: float) -> np.ndarray:
     """
     x = np.cos(np.pi * (np.arange(n) + 0.5) / n)[::-1]
     return lo + (hi - lo) * (x + 1) / 2
-
-
-class Progress:
-    """A progress line with ETA on stderr: ``\\r``-updated on a terminal, plain lines otherwise.
-
-    Nothing is printed during the first ``quiet`` seconds, so that short runs stay silent.
-
-    Examples
-    --------
-    >>> bar = Progress("tables", total=2, quiet=3600)
-    >>> bar.tick(); bar.tick(); bar.close()
-    """
-
-    def __init__(self, label: str, total: int, *, quiet: float = 3.0, every: float = 5.0,
-                 stream=None):
-        self.label, self.total, self.done = label, total, 0
-        self.quiet, self.every, self.stream = quiet, every, stream or sys.stderr
-        self.start = self.last = time.monotonic()
-        self.shown = False
-
-    def tick(self, count: int = 1) -> None:
-        self.done += count
-        now = time.monotonic()
-        terminal = self.stream.isatty()
-        if now - self.start < self.quiet or (not terminal and now - self.last < self.every
-                                             and self.done < self.total):
-            return
-        elapsed = now - self.start
-        eta = elapsed / self.done * (self.total - self.done) if self.done else math.nan
-        line = (f"{self.label} {self.done}/{self.total} ({100 * self.done // self.total}%) "
-                f"elapsed {elapsed:.0f}s eta {eta:.0f}s")
-        print(f"\r{line}  " if terminal else line, end="" if terminal else "\n",
-              file=self.stream, flush=True)
-        self.last, self.shown = now, True
-
-    def close(self) -> None:
-        if self.shown and self.stream.isatty():
-            print(file=self.stream, flush=True)
 
 
 @dataclass
@@ -199,15 +166,6 @@ def _points(model: PopulationModel, nodes: int, checks: int) -> tuple[np.ndarray
     return np.concatenate([at_nodes, picked]), nodes
 
 
-def _chunk(model: PopulationModel, w: np.ndarray, draws: int, block: int,
-           seed: tuple[int, ...]) -> _Moments:
-    """Moments of ``draws`` draws from the stream ``seed`` (a worker's task)."""
-    moments, rng = _Moments(), np.random.default_rng(np.random.SeedSequence(seed))
-    for start in range(0, draws, block):
-        moments.add(model.sample(w, min(block, draws - start), rng))
-    return moments
-
-
 def _table(model: PopulationModel, w: np.ndarray, nodes: int, moments: _Moments) -> _Table:
     """Interpolate one sample's controlled averages; measure the error between nodes."""
     lo, hi = model.interval
@@ -223,30 +181,92 @@ def _table(model: PopulationModel, w: np.ndarray, nodes: int, moments: _Moments)
     return table
 
 
-def _sample_tables(model: PopulationModel, *, samples: int, draws: int, nodes: int,
-                   block: int, seed: int, checks: int, chunks: int, executor,
-                   progress: Progress | None) -> list[_Table]:
-    """``samples`` independent tables; each sample is split into ``chunks`` tasks."""
+def population_sample(model: PopulationModel, k: int, *, draws: int, nodes: int = 32,
+                      block: int = 500, seed: int = 0, checks: int = 4) -> dict[str, Any]:
+    """Independent sample ``k``: its flow's phase times and its table's diagnostics.
+
+    The unit of parallel work (and of a resumable grid): sample ``k`` draws
+    from ``SeedSequence((seed, k))``, so its result does not depend on where it runs.
+
+    Parameters
+    ----------
+    model : PopulationModel
+    k : int
+        Index of the sample.
+    draws : int
+        Draws (antithetic pairs count once).
+    nodes : int
+        Chebyshev nodes of the table.
+    block : int
+        Draws per vectorised block (memory).
+    seed : int
+        Root seed.
+    checks : int
+        Off-node points at which the interpolation error is measured.
+
+    Returns
+    -------
+    dict
+        ``phases`` (``model.flow``), ``interpolation_error`` (relative to each
+        average's scale) and ``max_z`` (largest ``|z|`` of each control's
+        averages against their closed forms).
+
+    Examples
+    --------
+    >>> one = population_sample(InductionHeadPopulation(L=8, wstar=0.3, alpha=0.5,
+    ...                         sigmas=(0.3,)), 0, draws=200, nodes=12)
+    >>> sorted(one)
+    ['interpolation_error', 'max_z', 'phases']
+    """
     w, nodes = _points(model, nodes, checks)
-    sizes = [len(part) for part in np.array_split(np.arange(draws), chunks) if len(part)]
-    tasks = [(k, (seed, k, j), size) for k in range(samples) for j, size in enumerate(sizes)]
-    merged = [_Moments() for _ in range(samples)]
-    if executor is None:
-        results = (_chunk(model, w, size, block, stream) for _, stream, size in tasks)
-    else:
-        futures = [executor.submit(_chunk, model, w, size, block, stream)
-                   for _, stream, size in tasks]
-        results = (future.result() for future in futures)
-    for (k, _, _), moments in zip(tasks, results, strict=True):
-        merged[k].merge(moments)
-        if progress is not None:
-            progress.tick()
-    return [_table(model, w, nodes, moments) for moments in merged]
+    moments, rng = _Moments(), np.random.default_rng(np.random.SeedSequence((seed, k)))
+    for start in range(0, draws, block):
+        moments.add(model.sample(w, min(block, draws - start), rng))
+    table = _table(model, w, nodes, moments)
+    return {"phases": model.flow(table), "interpolation_error": table.interpolation_error,
+            "max_z": table.max_z}
 
 
-def population_flow(model: PopulationModel, *, samples: int = 4, draws: int = 20000,
-                    nodes: int = 40, block: int = 500, seed: int = 0, checks: int = 4,
-                    chunks: int = 8, executor=None, confidence: float = 0.95,
+def summarize_samples(samples: Sequence[dict[str, Any]], *,
+                      confidence: float = 0.95) -> dict[str, Any]:
+    """Error bars over independent samples (:func:`population_sample` results, possibly
+    read back from JSON, where a phase not reached is ``None``).
+
+    Returns
+    -------
+    dict
+        ``phases`` (per phase: :func:`~.compare.t_interval` over samples plus
+        ``se``), ``per_sample``, ``interpolation_error`` (largest over samples)
+        and ``closure_check`` (largest ``|z|`` per control and ``passed``).
+
+    Examples
+    --------
+    >>> s = summarize_samples([{"phases": {"T": t}, "interpolation_error": 0.0,
+    ...                         "max_z": {"c": 1.0}} for t in (1.0, 3.0)])
+    >>> s["phases"]["T"]["mean"], s["phases"]["T"]["se"], s["closure_check"]["passed"]
+    (2.0, 1.0, True)
+    """
+    from .compare import t_interval
+
+    runs = [{k: math.nan if v is None else v for k, v in s["phases"].items()} for s in samples]
+    phases = {}
+    for name in runs[0]:
+        interval = t_interval([r[name] for r in runs], confidence)
+        interval["se"] = interval["sd"] / math.sqrt(interval["n"]) if interval["n"] else math.nan
+        phases[name] = interval
+    worst_z = {c: max(s["max_z"][c] for s in samples) for c in samples[0]["max_z"]}
+    return {
+        "phases": phases,
+        "per_sample": runs,
+        "interpolation_error": max(s["interpolation_error"] for s in samples),
+        "closure_check": {"max_abs_z": worst_z, "z_limit": Z_LIMIT,
+                          "passed": all(z < Z_LIMIT for z in worst_z.values())},
+    }
+
+
+def population_flow(model: PopulationModel, *, samples: int = 8, draws: int = 20000,
+                    nodes: int = 32, block: int = 500, seed: int = 0, checks: int = 4,
+                    executor=None, confidence: float = 0.95,
                     progress: bool = True) -> dict[str, Any]:
     """Phase times of ``model``'s population flow, with error bars from independent samples.
 
@@ -256,20 +276,10 @@ def population_flow(model: PopulationModel, *, samples: int = 4, draws: int = 20
         The sample averages, their control and the flow.
     samples : int
         Independent samples (``>= 2``); each gives its own deterministic flow.
-    draws : int
-        Draws per sample (antithetic pairs count once).
-    nodes : int
-        Chebyshev nodes of the tables.
-    block : int
-        Draws per vectorised block (memory).
-    seed : int
-        Root seed; chunk ``j`` of sample ``k`` draws from ``SeedSequence((seed, k, j))``.
-    checks : int
-        Off-node points at which the interpolation error is measured.
-    chunks : int
-        Tasks per sample (the unit of parallel work and of progress).
+    draws, nodes, block, seed, checks :
+        See :func:`population_sample`.
     executor : concurrent.futures.Executor, optional
-        Runs the chunks; the result does not depend on it.
+        Runs the samples, one task each; the result does not depend on it.
     confidence : float
         Coverage of the Student-t intervals.
     progress : bool
@@ -278,10 +288,7 @@ def population_flow(model: PopulationModel, *, samples: int = 4, draws: int = 20
     Returns
     -------
     dict
-        ``phases`` (per phase: :func:`~.compare.t_interval` over samples plus
-        ``se``), ``per_sample``, ``interpolation_error`` (largest over samples,
-        relative to each average's scale), ``closure_check`` (largest ``|z|``
-        per control and ``passed``), ``settings`` and ``wall_time_s``.
+        :func:`summarize_samples`, plus ``settings`` and ``wall_time_s``.
 
     Examples
     --------
@@ -290,36 +297,29 @@ def population_flow(model: PopulationModel, *, samples: int = 4, draws: int = 20
     >>> sorted(est["phases"])[:3]
     ['0.3/T_II', '0.3/T_III', '0.3/T_em']
     """
-    from .compare import t_interval
+    from ..._progress import Progress
 
     if samples < 2:
         raise ValueError(f"samples={samples!r} is invalid: error bars need at least 2")
     start = time.perf_counter()
-    bar = Progress(f"population L={getattr(model, 'L', '?')}", samples * min(chunks, draws)) \
-        if progress else None
-    tables = _sample_tables(model, samples=samples, draws=draws, nodes=nodes, block=block,
-                            seed=seed, checks=checks, chunks=chunks, executor=executor,
-                            progress=bar)
-    if bar is not None:
-        bar.close()
-    runs = [model.flow(table) for table in tables]
-    phases = {}
-    for name in runs[0]:
-        interval = t_interval([r[name] for r in runs], confidence)
-        interval["se"] = interval["sd"] / math.sqrt(interval["n"]) if interval["n"] else math.nan
-        phases[name] = interval
-    worst_z = {c: max(t.max_z[c] for t in tables) for c in model.controls}
-    return {
-        "phases": phases,
-        "per_sample": runs,
-        "interpolation_error": max(t.interpolation_error for t in tables),
-        "closure_check": {"max_abs_z": worst_z, "z_limit": Z_LIMIT,
-                          "passed": all(z < Z_LIMIT for z in worst_z.values())},
-        "settings": {"samples": samples, "draws": draws, "nodes": nodes, "seed": seed,
-                     "antithetic": "x_L", "control": model.controls[0],
-                     "confidence": confidence},
-        "wall_time_s": time.perf_counter() - start,
-    }
+    options = {"draws": draws, "nodes": nodes, "block": block, "seed": seed, "checks": checks}
+    bar = Progress(f"population L={getattr(model, 'L', '?')}", samples, show=progress,
+                   quiet=3.0)
+    if executor is None:
+        results = (population_sample(model, k, **options) for k in range(samples))
+    else:
+        futures = [executor.submit(population_sample, model, k, **options)
+                   for k in range(samples)]
+        results = (future.result() for future in futures)
+    done = []
+    for result in results:
+        done.append(result)
+        bar.tick()
+    bar.close()
+    return {**summarize_samples(done, confidence=confidence),
+            "settings": {"samples": samples, **options, "antithetic": "x_L",
+                         "control": model.controls[0], "confidence": confidence},
+            "wall_time_s": time.perf_counter() - start}
 
 
 # --------------------------------------------------------------------------- #
@@ -367,6 +367,14 @@ def closure_averages(closure: str) -> Callable[..., np.ndarray]:
     return averages
 
 
+def _rising(level: float) -> Callable:
+    """A ``solve_ivp`` event: ``ln w_kq`` rises through ``level``."""
+    def event(t, y):
+        return y[1] - level
+    event.direction = 1
+    return event
+
+
 def _readouts(w: np.ndarray, coupling: np.ndarray, values: np.ndarray, lead: np.ndarray,
               L: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """``(R, R')`` per draw at ``w`` then ``-w``, for the exact softmax and both closures.
@@ -374,12 +382,11 @@ def _readouts(w: np.ndarray, coupling: np.ndarray, values: np.ndarray, lead: np.
     ``coupling`` is ``x_L x_{s-1}`` and ``values`` ``x_s``, shape ``(n, L-2)``;
     ``lead`` is ``x_L``; ``w >= 0``.  Results have shape ``(n, 2 len(w))``.
     """
-    e = np.exp(w[:, None, None] * coupling[None])  # |w c| stays far from overflow
-    e = np.concatenate([e, np.reciprocal(e)])  # exp(-w c) at the price of a division
-    s0 = e.sum(-1)
-    s1 = np.einsum("kns,ns->kn", e, values)
-    s2 = np.einsum("kns,ns->kn", e, coupling * values)
-    s3 = np.einsum("kns,ns->kn", e, coupling)
+    weights = np.stack([np.ones_like(values), values, coupling * values, coupling], -1)
+    e = np.exp(coupling[:, None, :] * w[None, :, None])  # |w c| stays far from overflow
+    e = np.concatenate([e, np.reciprocal(e)], 1)  # exp(-w c) at the price of a division
+    # One batched product reads e once: sums over positions of e, e x, e c x and e c.
+    s0, s1, s2, s3 = np.moveaxis(np.matmul(e, weights), -1, 0).transpose(0, 2, 1)
     signed = np.concatenate([w, -w])[:, None]
     exact = (s1 / s0, s2 / s0 - s1 * s3 / s0**2)
     linear = (s1 / L, s2 / L)
@@ -468,12 +475,7 @@ class InductionHeadPopulation:
             m2, m1, d1, d2 = averages(math.exp(y[1]))
             return [(1 - a) * m1 - y[0] * m2, 2 * ((1 - a) * y[0] * d1 - y[0] ** 2 * d2)]
 
-        events = []
-        for fraction in levels.values():
-            def event(t, y, level=math.log(fraction * self.wstar)):
-                return y[1] - level
-            event.direction = 1
-            events.append(event)
+        events = [_rising(math.log(fraction * self.wstar)) for fraction in levels.values()]
         events[-1].terminal = True
         # The plateau lasts (1/lambda) ln(w*/sigma^2) with lambda ~ 1/L: 1e4 L ln(...) is ample.
         horizon = 1e4 * self.L * (1 + abs(u0)) / a**2

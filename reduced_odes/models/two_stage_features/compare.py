@@ -11,12 +11,11 @@ the order of the stages and the plateau are checked.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from ..._sweep import process_pool
 from .params import TwoStageParams
 
 __all__ = ["SETUP", "TOLERANCES", "compare", "format_compare", "interval", "run_seed"]
@@ -158,8 +157,11 @@ def _random_start(runs: list[dict], ode: dict) -> dict:
             "passed": bool(ordered and plateau)}
 
 
-def compare(quick: bool = True, workers: int | None = None) -> dict:
+def compare(quick: bool = True, workers: int | None = None, executor=None) -> dict:
     """SGD against the ODE (spec 7.8): stage times, trajectories, sigma shift, random start.
+
+    The SGD runs go to ``executor`` (e.g. a dask cluster's) when given, else to a
+    local pool of ``workers`` processes.
 
     Examples
     --------
@@ -170,8 +172,12 @@ def compare(quick: bool = True, workers: int | None = None) -> dict:
     from .predictions import predict
 
     ode = {s: _ode(s) for s in SIGMAS}
-    with ProcessPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
-        runs = list(pool.map(run_seed, _jobs(quick, ode)))
+    jobs = _jobs(quick, ode)
+    if executor is not None:
+        runs = list(executor.map(run_seed, jobs))
+    else:
+        with process_pool(workers, len(jobs)) as pool:
+            runs = list(pool.map(run_seed, jobs))
     rows = _stage_rows(runs, ode) + [_shift_row(runs, predict(_params(SIGMAS[1]))["slope_T_Q"])]
     random_start = _random_start(runs, ode)
     tolerances = {k: {"tolerance": t, "reason": why} for k, (t, why) in TOLERANCES.items()}

@@ -107,12 +107,12 @@ class TwoStageFeatures(Model):
 
         return draw_figures(out, data, formats)
 
-    def compare(self, *, quick: bool, out: Path) -> dict:
+    def compare(self, *, quick: bool, out: Path, executor=None, workers=None) -> dict:
         from ..._provenance import versions
         from ..._results import write_json
         from .compare import compare
 
-        result = compare(quick=quick)
+        result = compare(quick=quick, workers=workers, executor=executor)
         write_json(Path(out) / f"compare-{self.name}-{'quick' if quick else 'full'}.json",
                    {**result, "versions": versions()})
         return result
