@@ -35,6 +35,14 @@ Data files (``<data>`` = ``figures/data`` by default)
     ``{"w_kq_lo": [...], "w_kq_hi": [...]}`` for the nested one.  When a setting is
     given, the closures figure is drawn at that setting (the ODE trajectories are
     computed there); otherwise at the default setting.
+``compare-grid.json`` (optional, never created here)
+    The closure-error table of ``reduced-odes compare --grid FILE``
+    (:func:`reduced_odes.models.induction_head.compare.run_compare`): ``{"rows": [...],
+    "metadata": {...}}``, a row per (L, sigma, w*, alpha) with the exact-softmax phase
+    times (``exact``) and each closure's with ``ratio_to_exact`` (``value``, ``lo``,
+    ``hi`` of ``T_em``, ``window``, ``T_III``; no ``window`` where
+    ``exact.window_is_T_III``, i.e. T_II = 0).  The ``closure_errors`` figure is
+    drawn only when this file exists.
 
 Figures (``<out>`` = ``figures``; the ``linear`` closure, the paper's, gets the plain
 name, the other closure a ``-meanfield`` suffix)
@@ -46,6 +54,9 @@ name, the other closure a ``-meanfield`` suffix)
 ``convergence``       t L_G4 -> 1/4 and ln L_IH in phase IV against the predicted slope
                       -2 mu (anchored where L_IH = 1e-8 x its plateau level).
 ``closures``          linear vs meanfield (and exact-softmax SGD when its data exist).
+``closure_errors``    closure/exact T_em and emergence window against L (colour: w*;
+                      line: closure; marker: sigma), from ``compare-grid.json``, only
+                      when that file exists; the window panel leaves out T_II = 0.
 
 Phase boundaries (shaded in ``phases``) are the measured phase times of
 :class:`reduced_odes.PhaseThresholds`: I = [0, T_I] (L_G4 down to 1% of L_G4(0)),
@@ -81,6 +92,7 @@ from ._data import (
     trajectory_path,
 )
 from ._style import MECHANISM_COLOURS, PHASE_NAMES, figure_path, save_figure
+from .closure_errors import COMPARE_GRID_FILE, plot_closure_errors
 from .closures import plot_closures
 from .convergence import plot_convergence
 from .phases import plot_phases
@@ -99,6 +111,7 @@ __all__ = [
     "figure_path",
     "load_overlay",
     "make_figures",
+    "plot_closure_errors",
     "plot_closures",
     "plot_convergence",
     "plot_phases",
@@ -130,7 +143,8 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
     formats : str or sequence
         ``"png,pdf"`` or a subset.
     closure : {"linear", "meanfield", "all"}
-        Closures of the per-closure figures; ``closures`` is drawn only for ``all``.
+        Closures of the per-closure figures; ``closures`` (and ``closure_errors``, when
+        ``<data>/compare-grid.json`` exists) is drawn only for ``all``.
     grid : str
         Verify grid whose results feed ``plateau_scaling`` (``verify-<grid>.jsonl``).
     params : ModelParams, optional
@@ -188,6 +202,11 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
         fig._reduced_odes_meta["keywords"] += [f"data={p.name}" for p in paths.values()] + (
             [f"data={OVERLAY_FILE}"] if overlay else [])
         written += save_figure(fig, out, "closures", None, formats)
+        grid_path = data / COMPARE_GRID_FILE
+        if grid_path.exists():  # committed separately; until then the figure is skipped
+            fig = plot_closure_errors(read_json(grid_path))
+            fig._reduced_odes_meta["keywords"].append(f"data={grid_path.name}")
+            written += save_figure(fig, out, "closure_errors", None, formats)
     for path in written:
         log(f"wrote {path}")
     return written

@@ -14,7 +14,7 @@ from ..params import ModelParams, PhaseThresholds
 
 #: The setting of the ``phases``, ``convergence`` and ``closures`` figures.
 DEFAULT_PARAMS = ModelParams(L=200, alpha=0.5, wstar=0.3, sigma=1e-4)
-FIGURES = ("phases", "plateau_scaling", "convergence", "closures")
+FIGURES = ("phases", "plateau_scaling", "convergence", "closures", "closure_errors")
 CLOSURES = ("linear", "meanfield")
 OVERLAY_FILE = "compare-overlay.json"
 
