@@ -189,8 +189,12 @@ def _stat(path: Path) -> tuple[int, ...]:
 
 
 def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a temporary file, then a rename)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # an ordinary file's mode, not mkstemp's private 0600
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
