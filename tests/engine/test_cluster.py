@@ -114,32 +114,32 @@ def test_cli_unreachable_scheduler_exits_2_with_one_line_before_any_work(tmp_pat
     assert not list(out.rglob("*.json*"))  # nothing computed
 
 
+def _run_on_pool_and_cluster(argv) -> None:
+    """Run ``reduced-odes *argv(name)`` on a local process pool and on a LocalCluster."""
+    for name, extra in (("pool", ["--workers", "2"]),
+                        ("cluster", ["--scheduler", "local", "--workers", "2"])):
+        done = subprocess.run([sys.executable, "-m", "reduced_odes", *argv(name), *extra],
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 0, (name, done.stderr)
+
+
 def test_compare_grid_on_a_local_cluster_matches_the_process_pool(tmp_path):
     grid = tmp_path / "grid.toml"
     grid.write_text("[grid]\nsigma = [0.3, 0.1]\n[fixed]\nL = 8\nwstar = 0.3\n")
-    rows = {}
-    for name, extra in (("pool", ["--workers", "2"]), ("cluster", ["--scheduler", "local",
-                                                                   "--workers", "2"])):
-        out = tmp_path / name
-        done = subprocess.run([sys.executable, "-m", "reduced_odes", "compare", "--grid",
-                               str(grid), "--tokens", "2e4", "--samples", "3", "--out",
-                               str(out)], capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
-        assert done.returncode == 0, done.stderr
-        rows[name] = json.loads((out / "compare-grid.json").read_text())["rows"]
+    _run_on_pool_and_cluster(lambda name: ["compare", "--grid", str(grid), "--tokens", "2e4",
+                                           "--samples", "3", "--out", str(tmp_path / name)])
+    rows = {name: json.loads((tmp_path / name / "compare-grid.json").read_text())["rows"]
+            for name in ("pool", "cluster")}
     assert len(rows["pool"]) == 2 and rows["cluster"] == rows["pool"]  # seeds fix every sample
 
 
 def test_cli_sweep_on_a_local_cluster_matches_the_process_pool(tmp_path):
     grid = tmp_path / "grid.toml"
     grid.write_text("[grid]\nsigma = [1e-2, 1e-3]\n[fixed]\nL = 20\nrtol = 1e-8\n")
-    results = {}
-    for name, extra in (("pool", ["--workers", "2"]), ("cluster", ["--scheduler", "local",
-                                                                   "--workers", "2"])):
-        out = tmp_path / f"{name}.jsonl"
-        done = subprocess.run([sys.executable, "-m", "reduced_odes", "sweep", "--grid",
-                               str(grid), "--out", str(out), *extra], capture_output=True,
-                              text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        assert done.returncode == 0, done.stderr
-        results[name] = {r["key"]: r["result"]["phases"] for r in read_results(out)}
+    _run_on_pool_and_cluster(lambda name: ["sweep", "--grid", str(grid), "--out",
+                                           str(tmp_path / f"{name}.jsonl")])
+    results = {name: {r["key"]: r["result"]["phases"]
+                      for r in read_results(tmp_path / f"{name}.jsonl")}
+               for name in ("pool", "cluster")}
     assert results["cluster"] == results["pool"]  # the same code, bit for bit
