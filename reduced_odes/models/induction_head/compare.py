@@ -741,8 +741,7 @@ def rows_from_estimate(group: dict[str, Any], est: dict[str, Any], *,
         exact["window_is_T_III"] = bool(exact["T_II"] == 0.0)
         rows.append({"L": L, "sigma": sigma, "wstar": wstar, "alpha": alpha, "exact": exact,
                      **{c: _closure_block(t, exact) for c, t in odes.items()}})
-    diagnostics = {k: est[k] for k in ("interpolation_error", "closure_check") if k in est}
-    diagnostics["settings"] = est.get("settings")
+    diagnostics = {k: est[k] for k in ("interpolation_error", "closure_check", "settings")}
     return _json({"rows": rows, "estimator": {**diagnostics,
                                               "attention": group.get("attention", "exact"),
                                               "tokens": tokens}})
@@ -759,7 +758,7 @@ def population_sample_task(setting: dict[str, Any]) -> dict[str, Any]:
                                    **options))
 
 
-def group_by_tables(settings: Sequence[dict[str, Any]], **options) -> list[dict[str, Any]]:
+def group_by_tables(settings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Group ``(L, sigma, wstar, alpha)`` settings into one task per set of tables.
 
     Examples
@@ -771,7 +770,7 @@ def group_by_tables(settings: Sequence[dict[str, Any]], **options) -> list[dict[
     for s in settings:
         key = (s["L"], s["wstar"], s["alpha"])
         group = groups.setdefault(key, {"L": s["L"], "wstar": s["wstar"], "alpha": s["alpha"],
-                                        "sigmas": [], **options})
+                                        "sigmas": []})
         group["sigmas"].append(s["sigma"])
     return list(groups.values())
 
@@ -931,7 +930,7 @@ def _population_sweep(groups: list[dict[str, Any]], options: dict[str, Any], pat
     """Every sample of every group through the resumable sweep engine; the groups' rows."""
     from ..._provenance import versions
     from ..._sweep import read_results, run_sweep
-    from .population import summarize_samples
+    from .population import population_settings, summarize_samples
 
     tasks = [{**group, **options, "sample": k} for group in groups
              for k in range(options["samples"])]
@@ -941,10 +940,13 @@ def _population_sweep(groups: list[dict[str, Any]], options: dict[str, Any], pat
     if report.failed:
         errors = [r["error"] for r in read_results(path) if "error" in r]
         raise RuntimeError(f"{report.failed} grid task(s) failed; first: {errors[0]}")
-    runs = []
+    runs, samples = [], options["samples"]
     for i, group in enumerate(groups):
-        per_sample = report.records[i * options["samples"]:(i + 1) * options["samples"]]
-        est = summarize_samples([record["result"] for record in per_sample])
-        est["settings"] = {**options, "antithetic": "x_L", "control": "meanfield"}
+        mine = report.records[i * samples:(i + 1) * samples]  # run_sweep keeps the order
+        est = summarize_samples([record["result"] for record in mine])
+        est["settings"] = population_settings(
+            _population_model(group), samples,
+            **_sample_options(int(group["L"]), options["tokens"], samples, options["nodes"],
+                              options["seed"]))
         runs.append(rows_from_estimate(group, est, tokens=options["tokens"]))
     return runs

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.polynomial import chebyshev as cheb
 
 __all__ = ["InductionHeadPopulation", "PopulationModel", "closure_averages", "population_flow",
-           "population_sample", "summarize_samples"]
+           "population_sample", "population_settings", "summarize_samples"]
 
 QUANTITIES = ("M2", "M1", "D1", "D2")
 #: A closure's sample average is declared consistent with its closed form when
@@ -82,45 +82,39 @@ class PopulationModel(Protocol):
 
 
 class _Moments:
-    """Running sums of per-draw values: means and the covariances of every pair of names."""
+    """Running sums of per-draw values: means, variances and covariances with the target."""
 
     def __init__(self):
-        self.n, self.names, self.sum, self.prod = 0, (), 0.0, 0.0
+        self.n, self.names, self.sum, self.sq, self.cross = 0, (), 0.0, 0.0, 0.0
 
     def add(self, draws: dict[str, np.ndarray]) -> None:
         self.names = tuple(draws)
         stack = np.stack(list(draws.values()))  # (names, n, quantities, points)
         self.n += stack.shape[1]
         self.sum = self.sum + stack.sum(1)
-        self.prod = self.prod + np.einsum("inqp,jnqp->ijqp", stack, stack)
-
-    def merge(self, other: _Moments) -> _Moments:
-        self.names = other.names
-        self.n += other.n
-        self.sum, self.prod = self.sum + other.sum, self.prod + other.prod
-        return self
+        self.sq = self.sq + (stack * stack).sum(1)
+        self.cross = self.cross + (stack * draws["target"]).sum(1)
 
     def mean(self, name: str) -> np.ndarray:
         return self.sum[self.names.index(name)] / self.n
 
-    def _cov(self) -> np.ndarray:
-        """Covariances of every pair of names, ``(names, names, quantities, points)``."""
-        means = self.sum / self.n
-        return self.prod / self.n - means[:, None] * means[None]
+    def _spread(self, name: str) -> np.ndarray:
+        """Variance of ``name`` with the normalisation ``1/n`` (that of :meth:`controlled`)."""
+        return self.sq[self.names.index(name)] / self.n - self.mean(name) ** 2
 
     def var(self, name: str) -> np.ndarray:
-        i = self.names.index(name)
-        return self._cov()[i, i] * self.n / (self.n - 1)
+        return self._spread(name) * self.n / (self.n - 1)
 
     def controlled(self, control: str, expectation: np.ndarray) -> np.ndarray:
         """Target mean minus ``beta (control mean - expectation)``, ``beta`` the optimal slope.
 
-        Both covariances carry the same normalisation, so ``beta`` is exactly 1
-        when the target is the control.
+        Covariance and variance carry the same normalisation, so ``beta`` is
+        exactly 1 when the target is the control.
         """
-        cov = self._cov()
-        t, c = self.names.index("target"), self.names.index(control)
-        beta = cov[t, c] / np.where(cov[c, c] > 0, cov[c, c], 1.0)
+        i = self.names.index(control)
+        cov = self.cross[i] / self.n - self.mean("target") * self.mean(control)
+        var = self._spread(control)
+        beta = cov / np.where(var > 0, var, 1.0)
         return self.mean("target") - beta * (self.mean(control) - expectation)
 
     def z_scores(self, name: str, expectation: np.ndarray) -> np.ndarray:
@@ -264,6 +258,20 @@ def summarize_samples(samples: Sequence[dict[str, Any]], *,
     }
 
 
+def population_settings(model: PopulationModel, samples: int, *, confidence: float = 0.95,
+                        **options) -> dict[str, Any]:
+    """The estimator's settings as recorded with its results.
+
+    Examples
+    --------
+    >>> model = InductionHeadPopulation(L=8, wstar=0.3, alpha=0.5, sigmas=(0.3,))
+    >>> population_settings(model, 2, draws=400)["control"]
+    'meanfield'
+    """
+    return {"samples": samples, **options, "antithetic": "x_L", "control": model.controls[0],
+            "confidence": confidence}
+
+
 def population_flow(model: PopulationModel, *, samples: int = 8, draws: int = 20000,
                     nodes: int = 32, block: int = 500, seed: int = 0, checks: int = 4,
                     executor=None, confidence: float = 0.95,
@@ -317,8 +325,7 @@ def population_flow(model: PopulationModel, *, samples: int = 8, draws: int = 20
         bar.tick()
     bar.close()
     return {**summarize_samples(done, confidence=confidence),
-            "settings": {"samples": samples, **options, "antithetic": "x_L",
-                         "control": model.controls[0], "confidence": confidence},
+            "settings": population_settings(model, samples, confidence=confidence, **options),
             "wall_time_s": time.perf_counter() - start}
 
 
