@@ -1,0 +1,110 @@
+"""The native backend: a model's compiled system and a stiff integrator, run by numba.
+
+Optional: it needs ``numba`` (``pip install 'reduced-odes[fast]'``) and is
+imported only when selected.  The pure-Python path stays the reference; the
+native one must agree with it (``tests/engine/test_native.py``).
+
+What it does, per trajectory, in one native call per leg of the run: SciPy's
+BDF method (ported, :mod:`reduced_odes._native._bdf`) on the numba twin of the
+model's generated module (:mod:`reduced_odes._native._twin`), with the
+model's stop rule, its phase crossings, the output grid, the state variables
+and observables evaluated natively.
+
+A model may declare its stop rule natively with an optional method
+``native_settled(params, variant) -> SettledRule``.  Without it, the run is
+integrated natively in chunks and the model's Python ``settled`` rule is
+applied to each chunk's steps.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["SettledRule", "available", "solve_native", "solve_numba"]
+
+
+def available() -> bool:
+    """Whether numba is importable (the ``[fast]`` extra is installed).
+
+    Examples
+    --------
+    >>> isinstance(available(), bool)
+    True
+    """
+    return importlib.util.find_spec("numba") is not None
+
+
+@dataclass(frozen=True)
+class SettledRule:
+    """A model's stop rule as an expression that the native backend compiles.
+
+    Attributes
+    ----------
+    expression : str
+        A Python expression (``abs``, ``min``, ``max``, ``math.*``, arithmetic)
+        in the integration coordinates' names and the ``constants``' names; it
+        must equal ``Model.settled(params, variant)(y)``.  It is part of the
+        compiled code, so it must not depend on the parameters: they enter
+        through ``constants``.
+    constants : mapping of str to float
+        Names and values of the rule's parameter-dependent numbers.
+
+    Examples
+    --------
+    >>> rule = SettledRule("abs(log_w_kq - target) - tol", {"target": -1.2, "tol": 1e-9})
+    >>> sorted(rule.constants)
+    ['target', 'tol']
+    """
+
+    expression: str
+    constants: Mapping[str, float] = field(default_factory=dict)
+
+
+def solve_native(model, params, variant, solver, thresholds, problem):
+    """Integrate ``problem`` natively; the same :class:`~reduced_odes.Trajectory` as ``solve``.
+
+    Called by :func:`reduced_odes.solve` for ``backend="numba"``; the arguments
+    are those ``solve`` has checked and built.
+
+    Examples
+    --------
+    >>> from reduced_odes import solve
+    >>> from reduced_odes.models.deep_linear import DeepLinearParams
+    >>> traj = solve(DeepLinearParams(), backend="numba")  # doctest: +SKIP
+    """
+    from ._solve import solve_native as run
+
+    return run(model, params, variant, solver, thresholds, problem)
+
+
+def solve_numba(params, variant=None, solver=None, thresholds=None, *, model=None):
+    """:func:`reduced_odes.solve` on the native backend (same arguments, same checks).
+
+    Examples
+    --------
+    >>> from reduced_odes.models.deep_linear import DeepLinearParams
+    >>> traj = solve_numba(DeepLinearParams(s=1.0, sigma=1e-3))  # doctest: +SKIP
+    >>> round(traj.phases["T_half"], 6)  # doctest: +SKIP
+    6.907755
+    """
+    from .._compile import load_system
+    from .._driver import Problem
+    from .._integrate import _checked, _initial_state, _stop_rule
+    from .._params import SolverConfig
+    from .._registry import get_model, model_for
+
+    model = model_for(params) if model is None else get_model(model)
+    solver = solver or SolverConfig()
+    _checked(model, params, solver, thresholds)
+    variant = model.resolve_variant(variant)
+    model.check(params, variant)
+    system = load_system(model, variant)
+    args = tuple(float(a) for a in model.parameter_values(params, variant))
+    y0 = _initial_state(model, params, variant, None, system, args)
+    problem = Problem(system, args, y0, _stop_rule(model.settled(params, variant)),
+                      float(model.horizon(params, variant)), float(model.tail), solver.t_end,
+                      solver.method, solver.rtol, solver.atol,
+                      f"model {model.name!r} ({model.variant_option} {variant!r})")
+    return solve_native(model, params, variant, solver, thresholds, problem)

@@ -1,0 +1,468 @@
+"""Native stiff integrator: SciPy's BDF, ported to numba to run a whole trajectory.
+
+This file is a *template*: it is never imported on its own.  The twin module
+of a model (:mod:`reduced_odes._native._twin`) is this source followed by the
+model's generated functions ``rhs``, ``jac``, ``margins``, ``state``,
+``observables`` and ``settled``, so that numba compiles and caches (beside
+the twin, ``cache=True``) one self-contained module per model variant.
+
+The stepping (``_step``, ``_newton``, ``_change_d``, ``_initial_step``) and the
+dense output (``_dense_into``) are ported line by line from
+``scipy/integrate/_ivp/bdf.py`` and ``common.py`` of SciPy 1.17 (the method of
+Shampine & Reichelt's ``ode15s`` in SciPy's formulation: variable order 1..5,
+quasi-constant step size, NDF coefficients ``kappa``).  Deviations, each
+marked where it occurs: a non-finite Jacobian keeps the last finite one, and a
+non-finite error estimate rejects the step (SciPy would accept it).
+
+SciPy's licence::
+
+    Copyright (c) 2001-2002 Enthought, Inc. 2003, SciPy Developers.
+    All rights reserved.
+
+    Redistribution and use in source and binary forms, with or without
+    modification, are permitted provided that the following conditions
+    are met:
+
+    1. Redistributions of source code must retain the above copyright
+       notice, this list of conditions and the following disclaimer.
+
+    2. Redistributions in binary form must reproduce the above
+       copyright notice, this list of conditions and the following
+       disclaimer in the documentation and/or other materials provided
+       with the distribution.
+
+    3. Neither the name of the copyright holder nor the names of its
+       contributors may be used to endorse or promote products derived
+       from this software without specific prior written permission.
+
+    THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND CONTRIBUTORS
+    "AS IS" AND ANY EXPRESS OR IMPLIED WARRANTIES, INCLUDING, BUT NOT
+    LIMITED TO, THE IMPLIED WARRANTIES OF MERCHANTABILITY AND FITNESS FOR
+    A PARTICULAR PURPOSE ARE DISCLAIMED. IN NO EVENT SHALL THE COPYRIGHT
+    OWNER OR CONTRIBUTORS BE LIABLE FOR ANY DIRECT, INDIRECT, INCIDENTAL,
+    SPECIAL, EXEMPLARY, OR CONSEQUENTIAL DAMAGES (INCLUDING, BUT NOT
+    LIMITED TO, PROCUREMENT OF SUBSTITUTE GOODS OR SERVICES; LOSS OF USE,
+    DATA, OR PROFITS; OR BUSINESS INTERRUPTION) HOWEVER CAUSED AND ON ANY
+    THEORY OF LIABILITY, WHETHER IN CONTRACT, STRICT LIABILITY, OR TORT
+    (INCLUDING NEGLIGENCE OR OTHERWISE) ARISING IN ANY WAY OUT OF THE USE
+    OF THIS SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+# Bound by the twin module that embeds this source (its generated functions follow).
+rhs = jac = margins = state = observables = settled = None
+
+MAX_ORDER = 5
+NEWTON_MAXITER = 4
+MIN_FACTOR = 0.2
+MAX_FACTOR = 10.0
+EPS = np.finfo(np.float64).eps
+_KAPPA = np.array([0.0, -0.1850, -1 / 9, -0.0823, -0.0415, 0.0])
+GAMMA = np.concatenate((np.zeros(1), np.cumsum(1 / np.arange(1, MAX_ORDER + 1))))
+ALPHA = (1 - _KAPPA) * GAMMA
+ERROR_CONST = _KAPPA * GAMMA + 1 / np.arange(1, MAX_ORDER + 2)
+
+# Float workspace slots, int workspace slots, and the statuses of ``advance``.
+F_T, F_H_ABS, F_BOUND, F_SETTLE = 0, 1, 2, 3
+I_ORDER, I_EQUAL, I_NFEV, I_NJEV, I_NLU, I_LU_OK, I_STEPS, I_INSIDE = range(8)
+REACHED, SETTLED, FULL, EDGE, TOO_SMALL = range(5)
+
+_JIT = dict(cache=True, error_model="numpy", nogil=True)
+
+
+@njit(**_JIT)
+def _norm(x, scale):
+    """RMS norm of ``x / scale``."""
+    acc = 0.0
+    for i in range(x.size):
+        acc += (x[i] / scale[i]) ** 2
+    return math.sqrt(acc / x.size)
+
+
+@njit(**_JIT)
+def _compute_r(order, factor):
+    m = np.zeros((order + 1, order + 1))
+    m[0, :] = 1.0
+    for i in range(1, order + 1):
+        for j in range(1, order + 1):
+            m[i, j] = m[i - 1, j] * (i - 1 - factor * j) / i
+    m[1:, 0] = 0.0  # cumprod of a zero column
+    return m
+
+
+@njit(**_JIT)
+def _change_d(d, order, factor):
+    """Change the differences array in place when the step size changes."""
+    ru = _compute_r(order, factor) @ _compute_r(order, 1.0)
+    d[:order + 1] = ru.T @ d[:order + 1].copy()
+
+
+@njit(**_JIT)
+def _lu_factor(a, piv):
+    """In-place LU with partial pivoting (LAPACK's getrf for a small dense matrix)."""
+    n = a.shape[0]
+    for k in range(n):
+        p = k
+        for i in range(k + 1, n):
+            if abs(a[i, k]) > abs(a[p, k]):
+                p = i
+        piv[k] = p
+        if p != k:
+            for j in range(n):
+                a[k, j], a[p, j] = a[p, j], a[k, j]
+        if a[k, k] != 0.0:
+            for i in range(k + 1, n):
+                a[i, k] /= a[k, k]
+                for j in range(k + 1, n):
+                    a[i, j] -= a[i, k] * a[k, j]
+
+
+@njit(**_JIT)
+def _lu_solve(lu, piv, b):
+    n = b.size
+    x = b.copy()
+    for k in range(n):
+        p = piv[k]
+        if p != k:
+            x[k], x[p] = x[p], x[k]
+    for i in range(n):
+        for j in range(i):
+            x[i] -= lu[i, j] * x[j]
+    for i in range(n - 1, -1, -1):
+        for j in range(i + 1, n):
+            x[i] -= lu[i, j] * x[j]
+        x[i] /= lu[i, i]
+    return x
+
+
+@njit(**_JIT)
+def _all_finite(x):
+    for v in x.flat:
+        if not math.isfinite(v):
+            return False
+    return True
+
+
+@njit(**_JIT)
+def _initial_step(t0, y0, f0, t_bound, rtol, atol, args, iws):
+    """SciPy's ``select_initial_step`` (Hairer, Norsett & Wanner, Sec. II.4), order 1."""
+    interval = abs(t_bound - t0)
+    scale = atol + np.abs(y0) * rtol
+    d0, d1 = _norm(y0, scale), _norm(f0, scale)
+    h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
+    h0 = min(h0, interval)
+    f1 = np.empty_like(y0)
+    rhs(t0 + h0, y0 + h0 * f0, args, f1)
+    iws[I_NFEV] += 1
+    d2 = _norm(f1 - f0, scale) / h0
+    if d1 <= 1e-15 and d2 <= 1e-15:
+        h1 = max(1e-6, h0 * 1e-3)
+    else:
+        h1 = (0.01 / max(d1, d2)) ** 0.5
+    return min(100 * h0, h1, interval)
+
+
+@njit(**_JIT)
+def start(t0, y0, t_bound, rtol, atol, args, fws, iws, d, jm):
+    """Initialise the workspaces at ``(t0, y0)``: ``D[0] = y0``, ``D[1] = h f0``, order 1."""
+    f0 = np.empty_like(y0)
+    rhs(t0, y0, args, f0)
+    iws[I_NFEV] += 1
+    h_abs = _initial_step(t0, y0, f0, t_bound, rtol, atol, args, iws)
+    d[:] = 0.0
+    d[0] = y0
+    d[1] = f0 * h_abs
+    fws[F_T], fws[F_H_ABS] = t0, h_abs
+    iws[I_ORDER], iws[I_EQUAL], iws[I_LU_OK] = 1, 0, 0
+    jm[:] = np.nan  # SciPy evaluates the Jacobian once at the start
+    _jacobian(t0, y0, args, jm, iws)
+
+
+@njit(**_JIT)
+def _newton(t_new, y_predict, c, psi, lu, piv, scale, tol, args, iws):
+    """SciPy's ``solve_bdf_system``: simplified Newton on the BDF equations."""
+    d = np.zeros_like(y_predict)
+    y = y_predict.copy()
+    f = np.empty_like(y)
+    dy_norm_old = -1.0
+    converged = False
+    k = 0
+    for k in range(NEWTON_MAXITER):
+        rhs(t_new, y, args, f)
+        iws[I_NFEV] += 1
+        if not _all_finite(f):
+            break
+        dy = _lu_solve(lu, piv, c * f - psi - d)
+        dy_norm = _norm(dy, scale)
+        rate = -1.0 if dy_norm_old < 0 else dy_norm / dy_norm_old
+        if rate >= 0 and (rate >= 1 or rate ** (NEWTON_MAXITER - k) / (1 - rate) * dy_norm > tol):
+            break
+        y += dy
+        d += dy
+        if dy_norm == 0 or (rate >= 0 and rate / (1 - rate) * dy_norm < tol):
+            converged = True
+            break
+        dy_norm_old = dy_norm
+    return converged, k + 1, y, d
+
+
+@njit(**_JIT)
+def _jacobian(t, y, args, jm, iws):
+    """``jm`` <- the Jacobian at ``(t, y)``, unless it is not finite (then the last one stays)."""
+    trial = np.empty_like(jm)
+    jac(t, y, args, trial)
+    iws[I_NJEV] += 1
+    if _all_finite(trial):
+        jm[:] = trial
+
+
+@njit(**_JIT)
+def _step(rtol, atol, args, fws, iws, d, jm, lu, piv):
+    """One accepted step of SciPy's ``BDF._step_impl``; False if the step became too small."""
+    t, t_bound, order = fws[F_T], fws[F_BOUND], iws[I_ORDER]
+    n = d.shape[1]
+    newton_tol = max(10 * EPS / rtol, min(0.03, rtol ** 0.5))
+    min_step = 10 * abs(np.nextafter(t, np.inf) - t)
+    h_abs = fws[F_H_ABS]
+    if h_abs < min_step:
+        _change_d(d, order, min_step / h_abs)
+        h_abs = min_step
+        iws[I_EQUAL] = 0
+    current_jac = False
+    while True:
+        if h_abs < min_step:
+            return False
+        t_new = t + h_abs
+        if t_new - t_bound > 0:
+            t_new = t_bound
+            _change_d(d, order, abs(t_new - t) / h_abs)
+            iws[I_EQUAL] = 0
+            iws[I_LU_OK] = 0
+        h = t_new - t
+        h_abs = abs(h)
+        y_predict = d[0].copy()
+        for j in range(1, order + 1):
+            y_predict += d[j]
+        scale = atol + rtol * np.abs(y_predict)
+        psi = np.zeros(n)
+        for j in range(1, order + 1):
+            psi += d[j] * GAMMA[j]
+        psi /= ALPHA[order]
+        c = h / ALPHA[order]
+        while True:
+            if iws[I_LU_OK] == 0:
+                lu[:] = -c * jm
+                for i in range(n):
+                    lu[i, i] += 1.0
+                _lu_factor(lu, piv)
+                iws[I_NLU] += 1
+                iws[I_LU_OK] = 1
+            converged, n_iter, y_new, dd = _newton(t_new, y_predict, c, psi, lu, piv, scale,
+                                                   newton_tol, args, iws)
+            if converged or current_jac:
+                break
+            _jacobian(t_new, y_predict, args, jm, iws)
+            iws[I_LU_OK] = 0
+            current_jac = True
+        if not converged:
+            h_abs *= 0.5
+            _change_d(d, order, 0.5)
+            iws[I_EQUAL] = 0
+            iws[I_LU_OK] = 0
+            continue
+        safety = 0.9 * (2 * NEWTON_MAXITER + 1) / (2 * NEWTON_MAXITER + n_iter)
+        scale = atol + rtol * np.abs(y_new)
+        error_norm = _norm(ERROR_CONST[order] * dd, scale)
+        if not math.isfinite(error_norm):  # deviation: SciPy's ``> 1`` would accept a NaN
+            error_norm = np.inf
+        if error_norm > 1:
+            factor = max(MIN_FACTOR, safety * error_norm ** (-1 / (order + 1)))
+            h_abs *= factor
+            _change_d(d, order, factor)
+            iws[I_EQUAL] = 0
+            continue
+        break
+    iws[I_EQUAL] += 1
+    fws[F_T], fws[F_H_ABS] = t_new, h_abs
+    d[order + 2] = dd - d[order + 1]
+    d[order + 1] = dd
+    for i in range(order, -1, -1):
+        d[i] += d[i + 1]
+    if iws[I_EQUAL] < order + 1:
+        return True
+    error_m = _norm(ERROR_CONST[order - 1] * d[order], scale) if order > 1 else np.inf
+    error_p = _norm(ERROR_CONST[order + 1] * d[order + 2], scale) if order < MAX_ORDER else np.inf
+    best, delta = -1.0, 0
+    for k, e in enumerate((error_m, error_norm, error_p)):
+        factor_k = e ** (-1.0 / (order + k)) if e > 0 else np.inf  # SciPy: divide='ignore'
+        if factor_k > best:  # argmax: the first of equal factors
+            best, delta = factor_k, k - 1
+    order += delta
+    iws[I_ORDER] = order
+    fws[F_H_ABS] *= min(MAX_FACTOR, safety * best)
+    _change_d(d, order, min(MAX_FACTOR, safety * best))
+    iws[I_EQUAL] = 0
+    iws[I_LU_OK] = 0
+    return True
+
+
+@njit(**_JIT)
+def _outside(y, args):
+    """Whether ``y`` violates a domain condition (a margin ``<= 0``)."""
+    out = np.empty(N_MARGINS)
+    margins(y, args, out)
+    for v in out:
+        if v <= 0:
+            return True
+    return False
+
+
+@njit(**_JIT)
+def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, ds, limit):
+    """Step until ``t`` reaches ``fws[F_BOUND]``, the state settles, the domain edge is
+    crossed, ``limit`` steps are recorded, or the step becomes too small.
+
+    Step ``k`` (``1 <= k < limit``) is recorded as ``ts[k]``, ``hs[k]``, ``orders[k]``
+    and ``ds[k]`` (the differences of its interpolant); ``fws[F_SETTLE] >= 0``
+    means settling is watched with the generated rule (``iws[I_INSIDE]``: the
+    state has not yet left the settled set since the start).
+    """
+    k = iws[I_STEPS]
+    while k + 1 < limit:
+        if fws[F_T] >= fws[F_BOUND]:
+            return REACHED
+        if not _step(rtol, atol, args, fws, iws, d, jm, lu, piv):
+            return TOO_SMALL
+        k += 1
+        iws[I_STEPS] = k
+        # As SciPy's dense output: the interpolant in the step size and order chosen for
+        # the next step (``_change_d`` re-expressed the same polynomial in them).
+        order = iws[I_ORDER]
+        ts[k], hs[k], orders[k] = fws[F_T], fws[F_H_ABS], order
+        ds[k] = 0.0
+        ds[k, :order + 1] = d[:order + 1]
+        if N_MARGINS and _outside(d[0], args):
+            return EDGE
+        if fws[F_SETTLE] >= 0:
+            near = settled(fws[F_T], d[0], args, consts) <= 0
+            if near and iws[I_INSIDE] == 0:
+                return SETTLED
+            if not near:
+                iws[I_INSIDE] = 0
+    return FULL
+
+
+@njit(**_JIT)
+def _dense_at(t, k, ts, hs, orders, ds, y):
+    """``y`` <- the interpolant of step ``k`` (ending at ``ts[k]``) at ``t``."""
+    order = orders[k]
+    y[:] = ds[k, 0]
+    p = 1.0
+    for j in range(order):
+        p *= (t - (ts[k] - hs[k] * j)) / (hs[k] * (1 + j))
+        y += ds[k, j + 1] * p
+
+
+@njit(**_JIT)
+def dense_into(times, ts, hs, orders, ds, count, out):
+    """``out[i]`` <- the dense output at ``times[i]`` (steps ``1..count-1`` recorded)."""
+    y = np.empty(ds.shape[2])
+    for i in range(times.size):
+        k = min(max(np.searchsorted(ts[:count], times[i]), 1), count - 1)
+        _dense_at(times[i], k, ts, hs, orders, ds, y)
+        out[i] = y
+
+
+@njit(**_JIT)
+def _quantity(y, kind, index, args, buffer):
+    """Series ``index`` of ``kind`` (0 coordinate, 1 state variable, 2 observable) at ``y``."""
+    if kind == 0:
+        return y[index]
+    if kind == 1:
+        state(y, args, buffer)
+    else:
+        observables(y, args, buffer)
+    return buffer[index]
+
+
+@njit(**_JIT)
+def _root_in_step(k, kind, index, level, sign, args, ts, hs, orders, ds):
+    """First ``t`` in step ``k`` where ``sign (quantity - level)`` turns ``>= 0``:
+    regula falsi (Illinois) safeguarded by bisection, to a few ulps of ``t``."""
+    y = np.empty(ds.shape[2])
+    buffer = np.empty(N_SERIES)
+    a, b = ts[k - 1], ts[k]
+    _dense_at(a, k, ts, hs, orders, ds, y)
+    ga = sign * (_quantity(y, kind, index, args, buffer) - level)
+    if ga >= 0:
+        return a
+    _dense_at(b, k, ts, hs, orders, ds, y)
+    gb = sign * (_quantity(y, kind, index, args, buffer) - level)
+    if gb < 0:  # interpolation round-off at the step end: the step end is the crossing
+        return b
+    side = 0
+    for _ in range(200):
+        if b - a <= 4 * EPS * max(abs(a), abs(b)):
+            break
+        m = (a * gb - b * ga) / (gb - ga)
+        if not (a < m < b):
+            m = 0.5 * (a + b)
+        _dense_at(m, k, ts, hs, orders, ds, y)
+        gm = sign * (_quantity(y, kind, index, args, buffer) - level)
+        if gm >= 0:
+            b, gb = m, gm
+            if side == 1:
+                ga *= 0.5
+            side = 1
+        else:
+            a, ga = m, gm
+            if side == -1:
+                gb *= 0.5
+            side = -1
+        if gm == 0:
+            break
+    return b
+
+
+@njit(**_JIT)
+def crossings(kinds, indices, levels, signs, args, ts, hs, orders, ds, ys, count, out):
+    """``out[c]`` <- the first time crossing ``c`` happens (NaN: never), from the steps."""
+    buffer = np.empty(N_SERIES)
+    for c in range(kinds.size):
+        out[c] = np.nan
+        for k in range(count):
+            g = signs[c] * (_quantity(ys[k], kinds[c], indices[c], args, buffer) - levels[c])
+            if g >= 0:
+                out[c] = ts[0] if k == 0 else _root_in_step(
+                    k, kinds[c], indices[c], levels[c], signs[c], args, ts, hs, orders, ds)
+                break
+
+
+@njit(**_JIT)
+def settle_time(args, consts, ts, hs, orders, ds, k):
+    """Where the generated stop rule turns ``<= 0`` inside step ``k``, by bisection."""
+    y = np.empty(ds.shape[2])
+    a, b = ts[k - 1], ts[k]
+    _dense_at(a, k, ts, hs, orders, ds, y)
+    if settled(a, y, args, consts) <= 0:
+        return a
+    while b - a > 4 * EPS * max(abs(a), abs(b)):
+        m = 0.5 * (a + b)
+        _dense_at(m, k, ts, hs, orders, ds, y)
+        if settled(m, y, args, consts) <= 0:
+            b = m
+        else:
+            a = m
+    return b
+
+
+@njit(**_JIT)
+def series_into(ys, args, states, values):
+    """State variables and observables (with the margins) at the rows of ``ys``."""
+    for i in range(ys.shape[0]):
+        state(ys[i], args, states[i])
+        observables(ys[i], args, values[i])

@@ -1,0 +1,182 @@
+"""The numba twin of a compiled system: generated mechanically from the Python module.
+
+The twin of ``system-<key>.py`` is ``native-<twin key>.py`` in the same cache
+directory.  It is the native integrator's source (``_bdf.py``) followed by the
+system's functions, rewritten by an AST transformation so that numba can
+compile them: the state is read by index, the parameters arrive as one array,
+and the results are written into an output array instead of returned as a
+list.  The expressions themselves are not touched, so both backends evaluate
+the same arithmetic.  Every function is ``njit(cache=True)``: numba keeps its
+machine code beside the twin, so a warm start compiles nothing.
+
+The twin key hashes the system module, the integrator source, the kernels
+module's source, the numba version and the model's native stop rule, so a
+change to any of them makes a new twin.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from .._compile import CompiledSystem, atomic_write
+
+__all__ = ["load_twin", "twin_path", "twin_source"]
+
+#: Bump when the twin's shape changes.
+TWIN_VERSION = "1"
+_TEMPLATE = Path(__file__).with_name("_bdf.py")
+#: Generated functions, with the leading arguments they keep (``t`` for the flow).
+_FUNCTIONS = {"rhs": ("t", "y"), "jac": ("t", "y"), "margins": ("y",), "state": ("y",),
+              "observables": ("y",)}
+_DECORATOR = "@njit(**_JIT)"
+
+
+def _indexed(name: str, *index: int) -> ast.Subscript:
+    key = ast.Constant(index[0]) if len(index) == 1 else ast.Tuple(
+        [ast.Constant(i) for i in index], ast.Load())
+    return ast.Subscript(ast.Name(name, ast.Load()), key, ast.Store())
+
+
+def _unpacked(targets: ast.expr, source: str) -> list[ast.stmt]:
+    """``a, b = <source>`` as ``a = source[0]; b = source[1]``."""
+    names = targets.elts if isinstance(targets, ast.Tuple) else [targets]
+    return [ast.Assign([ast.Name(n.id, ast.Store())], ast.Subscript(
+        ast.Name(source, ast.Load()), ast.Constant(i), ast.Load())) for i, n in enumerate(names)]
+
+
+def _stores(value: ast.expr) -> list[ast.stmt]:
+    """``return [e0, ...]`` (or ``[[e00, ...], ...]``) as ``out[i] = ei`` (``out[i, j]``)."""
+    rows = value.elts
+    if rows and all(isinstance(r, ast.List) for r in rows):
+        return [ast.Assign([_indexed("out", i, j)], e)
+                for i, r in enumerate(rows) for j, e in enumerate(r.elts)]
+    return [ast.Assign([_indexed("out", i)], e) for i, e in enumerate(rows)]
+
+
+def _native_function(node: ast.FunctionDef) -> ast.FunctionDef:
+    kept = _FUNCTIONS[node.name]
+    parameters = [a.arg for a in node.args.args[len(kept):]]
+    unpack, *body, result = node.body
+    assert isinstance(unpack, ast.Assign) and isinstance(result, ast.Return), node.name
+    statements = _unpacked(unpack.targets[0], kept[-1])
+    if parameters:
+        statements += _unpacked(ast.Tuple([ast.Name(p) for p in parameters], ast.Store()),
+                                "args")
+    node.args.args = [ast.arg(a) for a in (*kept, "args", "out")]
+    node.body = statements + body + _stores(result.value)
+    node.decorator_list = []
+    return node
+
+
+def _kernel_imports(tree: ast.Module) -> tuple[list[str], str]:
+    """The twin's kernel bindings, and the kernels modules' sources (for the key)."""
+    lines, sources = [], []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [a.name for a in node.names]
+            lines.append(f"{', '.join(names)}, = jit_kernels({node.module!r}, {names!r})")
+            sources.append(inspect.getsource(importlib.import_module(node.module)))
+    return lines, "".join(sources)
+
+
+def _settled_source(system: CompiledSystem, rule) -> str:
+    """The stop rule as ``settled(t, y, args, c)``: its expression in ``t``, the
+    coordinates, the observables (evaluated only if it names one) and its constants."""
+    lines = [f"{_DECORATOR}", "def settled(t, y, args, c):"]
+    if rule is None:  # never settled natively: the driver applies the model's rule itself
+        return "\n".join([*lines, "    return 1.0"])
+    used = {node.id for node in ast.walk(ast.parse(rule.expression, mode="eval"))
+            if isinstance(node, ast.Name)}
+    lines += [f"    {name} = y[{i}]" for i, name in enumerate(system.coordinate_names)]
+    if used & set(system.observable_names):
+        lines.append("    values = np.empty(N_SERIES)")
+        lines.append("    observables(y, args, values)")
+        lines += [f"    {name} = values[{i}]" for i, name in enumerate(system.observable_names)]
+    lines += [f"    {name} = c[{i}]" for i, name in enumerate(rule.constants)]
+    return "\n".join([*lines, f"    return {rule.expression}"])
+
+
+def twin_source(system: CompiledSystem, rule=None) -> tuple[str, str]:
+    """The twin module's source and key, for ``system`` and the native stop ``rule``.
+
+    Examples
+    --------
+    >>> from reduced_odes._compile import load_system
+    >>> source, key = twin_source(load_system("deep_linear"))
+    >>> "def rhs(t, y, args, out):" in source, len(key)
+    (True, 24)
+    """
+    import numba
+
+    text = system.path.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    functions = [_native_function(node) for node in tree.body
+                 if isinstance(node, ast.FunctionDef) and node.name in _FUNCTIONS]
+    kernels, kernel_source = _kernel_imports(tree)
+    n_margins = len(system.domain_labels)
+    n_series = max(len(system.state_names), len(system.observable_names) + n_margins, 1)
+    generated = "\n\n".join(f"{_DECORATOR}\n{ast.unparse(ast.fix_missing_locations(f))}"
+                            for f in functions)
+    settled = _settled_source(system, rule)
+    template = _TEMPLATE.read_text(encoding="utf-8")
+    material = "|".join([text, template, kernel_source, numba.__version__, TWIN_VERSION,
+                         settled])
+    key = hashlib.sha256(material.encode()).hexdigest()[:24]
+    body = "\n".join([
+        template,
+        f"\n# ---- generated from {system.path.name} for model {system.model!r}, variant "
+        f"{system.variant!r}; twin key {key}. Do not edit.",
+        "from reduced_odes._native._kernels import jit_kernels  # noqa: E402",
+        *kernels,
+        f"N_MARGINS = {n_margins}",
+        f"N_SERIES = {n_series}",
+        f"HAS_SETTLED_RULE = {rule is not None}",
+        "", generated, "", settled, ""])
+    return body, key
+
+
+_LOADED: dict[tuple, ModuleType] = {}
+
+
+def _first_compile_notice(system: CompiledSystem, path: Path) -> None:
+    """One line on stderr when numba has no cached machine code for this twin yet."""
+    if not any((path.parent / "__pycache__").glob(f"{path.stem}.*.nbi")):
+        print(f"reduced-odes: compiling the native integrator for model {system.model!r} "
+              f"({system.variant}) with numba, once; cached in {path.parent}", file=sys.stderr)
+
+
+def load_twin(system: CompiledSystem, rule=None) -> ModuleType:
+    """The twin module of ``system`` (written beside it on first use), imported.
+
+    Within a process the twin is reused for the same system module and rule.
+
+    Examples
+    --------
+    >>> from reduced_odes._compile import load_system
+    >>> twin = load_twin(load_system("deep_linear"))  # doctest: +SKIP
+    >>> twin.N_MARGINS  # doctest: +SKIP
+    0
+    """
+    memo = (system.key, str(system.path), None if rule is None else rule.expression,
+            None if rule is None else tuple(rule.constants))
+    if memo in _LOADED:
+        return _LOADED[memo]
+    body, key = twin_source(system, rule)
+    path = system.path.parent / f"native-{key}.py"
+    if not path.exists() or path.read_text(encoding="utf-8") != body:
+        atomic_write(path, body)
+    _first_compile_notice(system, path)
+    name = f"_reduced_odes_native_{key}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # numba's cache resolves the functions' module by name
+    spec.loader.exec_module(module)
+    _LOADED[memo] = module
+    return module
