@@ -31,7 +31,7 @@ _ONE_RUN = ("import sys, time; t0 = time.perf_counter(); sys.path[:0] = [{root!r
             "'/tests/engine']; from reduced_odes.models import get_model; "
             "from reduced_odes._native import solve_numba; from test_native import with_rule; "
             "m = get_model('induction_head'); "
-            "exec('with with_rule(m): solve_numba(m.make_params({params!r}), model=m)'); "
+            "exec(\"with with_rule(m): solve_numba(m.make_params({params!r}), model=m)\"); "
             "print(time.perf_counter() - t0)")
 
 

@@ -89,9 +89,8 @@ def solve_numba(params, variant=None, solver=None, thresholds=None, *, model=Non
     >>> round(traj.phases["T_half"], 6)  # doctest: +SKIP
     6.907755
     """
-    from .._compile import load_system
     from .._driver import Problem
-    from .._integrate import _checked, _initial_state, _stop_rule
+    from .._integrate import _checked, _initial_state
     from .._params import SolverConfig
     from .._registry import get_model, model_for
 
@@ -100,11 +99,42 @@ def solve_numba(params, variant=None, solver=None, thresholds=None, *, model=Non
     _checked(model, params, solver, thresholds)
     variant = model.resolve_variant(variant)
     model.check(params, variant)
-    system = load_system(model, variant)
+    system = _system(model, variant)
     args = tuple(float(a) for a in model.parameter_values(params, variant))
     y0 = _initial_state(model, params, variant, None, system, args)
-    problem = Problem(system, args, y0, _stop_rule(model.settled(params, variant)),
+    problem = Problem(system, args, y0, _LazyRule(model, params, variant),
                       float(model.horizon(params, variant)), float(model.tail), solver.t_end,
                       solver.method, solver.rtol, solver.atol,
                       f"model {model.name!r} ({model.variant_option} {variant!r})")
     return solve_native(model, params, variant, solver, thresholds, problem)
+
+
+_SYSTEMS: dict = {}
+
+
+def _system(model, variant):
+    """``load_system(model, variant)``, once per process: its key hashes the model's source
+    files on every call (a few file-system walks, most of a native run's time), and the
+    process runs the model code it imported first anyway."""
+    from .._compile import load_system
+
+    memo = (type(model), model.name, variant)
+    if memo not in _SYSTEMS:
+        _SYSTEMS[memo] = load_system(model, variant)
+    return _SYSTEMS[memo]
+
+
+class _LazyRule:
+    """The model's Python stop rule as ``f(t, y)``, built on first use: with a native rule
+    the run never calls it, and building it may cost as much as the run."""
+
+    def __init__(self, model, params, variant):
+        self._parts, self._rule = (model, params, variant), None
+
+    def __call__(self, t, y):
+        if self._rule is None:
+            from .._integrate import _stop_rule
+
+            model, params, variant = self._parts
+            self._rule = _stop_rule(model.settled(params, variant))
+        return self._rule(t, y)

@@ -49,12 +49,14 @@ SciPy's licence::
 """
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
 # Bound by the twin module that embeds this source (its generated functions follow).
-rhs = jac = margins = state = observables = settled = None
+rhs = jac = margins = state = observables = settled = settled_into = None
+N_MARGINS = N_SERIES = 0
 
 MAX_ORDER = 5
 NEWTON_MAXITER = 4
@@ -72,9 +74,12 @@ I_ORDER, I_EQUAL, I_NFEV, I_NJEV, I_NLU, I_LU_OK, I_STEPS, I_INSIDE = range(8)
 REACHED, SETTLED, FULL, EDGE, TOO_SMALL = range(5)
 
 _JIT = dict(cache=True, error_model="numpy", nogil=True)
+#: The step's helpers are inlined into ``_step`` by numba: a call between numba functions
+#: increfs and decrefs every array argument (atomically), which cost more than the step.
+_INLINE = dict(_JIT, inline="always")
 
 
-@njit(**_JIT)
+@njit(**_INLINE)
 def _norm(x, scale):
     """RMS norm of ``x / scale``."""
     acc = 0.0
@@ -83,25 +88,60 @@ def _norm(x, scale):
     return math.sqrt(acc / x.size)
 
 
-@njit(**_JIT)
-def _compute_r(order, factor):
-    m = np.zeros((order + 1, order + 1))
-    m[0, :] = 1.0
+@njit(**_INLINE)
+def _norm_times(c, x, scale):
+    """RMS norm of ``c x / scale`` (no temporary for ``c x``)."""
+    acc = 0.0
+    for i in range(x.size):
+        acc += (c * x[i] / scale[i]) ** 2
+    return math.sqrt(acc / x.size)
+
+
+@njit(**_INLINE)
+def _scale_of(y, rtol, atol, scale):
+    """``scale`` <- ``atol + rtol |y|``."""
+    for i in range(y.size):
+        scale[i] = atol + rtol * abs(y[i])
+
+
+@njit(**_INLINE)
+def _compute_r(order, factor, m):
+    """``m[:order + 1, :order + 1]`` <- SciPy's ``compute_R(order, factor)``."""
+    for j in range(order + 1):
+        m[0, j] = 1.0
     for i in range(1, order + 1):
+        m[i, 0] = 0.0  # cumprod of a zero column
         for j in range(1, order + 1):
             m[i, j] = m[i - 1, j] * (i - 1 - factor * j) / i
-    m[1:, 0] = 0.0  # cumprod of a zero column
-    return m
 
 
-@njit(**_JIT)
-def _change_d(d, order, factor):
-    """Change the differences array in place when the step size changes."""
-    ru = _compute_r(order, factor) @ _compute_r(order, 1.0)
-    d[:order + 1] = ru.T @ d[:order + 1].copy()
+@njit(**_INLINE)
+def _change_d(d, order, factor, ws):
+    """Change the differences array in place when the step size changes.
+
+    ``ws`` is the step workspace: its matrices hold ``R``, ``U``, ``RU`` and the new rows."""
+    r, u, ru, rows = ws.r, ws.u, ws.ru, ws.rows
+    _compute_r(order, factor, r)
+    _compute_r(order, 1.0, u)
+    m, n = order + 1, d.shape[1]
+    for i in range(m):
+        for j in range(m):
+            acc = 0.0
+            for k in range(m):
+                acc += r[i, k] * u[k, j]
+            ru[i, j] = acc
+    for j in range(m):  # d[:m] = RU.T @ d[:m]
+        for col in range(n):
+            acc = 0.0
+            for i in range(m):
+                acc += ru[i, j] * d[i, col]
+            rows[j, col] = acc
+    for j in range(m):
+        for col in range(n):
+            d[j, col] = rows[j, col]
 
 
-@njit(**_JIT)
+@njit(**_INLINE)
 def _lu_factor(a, piv):
     """In-place LU with partial pivoting (LAPACK's getrf for a small dense matrix)."""
     n = a.shape[0]
@@ -121,10 +161,10 @@ def _lu_factor(a, piv):
                     a[i, j] -= a[i, k] * a[k, j]
 
 
-@njit(**_JIT)
-def _lu_solve(lu, piv, b):
-    n = b.size
-    x = b.copy()
+@njit(**_INLINE)
+def _lu_solve(lu, piv, x):
+    """Solve ``LU x = b`` in place (``x`` holds ``b`` on entry)."""
+    n = x.size
     for k in range(n):
         p = piv[k]
         if p != k:
@@ -136,10 +176,9 @@ def _lu_solve(lu, piv, b):
         for j in range(i + 1, n):
             x[i] -= lu[i, j] * x[j]
         x[i] /= lu[i, i]
-    return x
 
 
-@njit(**_JIT)
+@njit(**_INLINE)
 def _all_finite(x):
     for v in x.flat:
         if not math.isfinite(v):
@@ -179,15 +218,35 @@ def start(t0, y0, t_bound, rtol, atol, args, fws, iws, d, jm):
     fws[F_T], fws[F_H_ABS] = t0, h_abs
     iws[I_ORDER], iws[I_EQUAL], iws[I_LU_OK] = 1, 0, 0
     jm[:] = np.nan  # SciPy evaluates the Jacobian once at the start
-    _jacobian(t0, y0, args, jm, iws)
+    _jacobian(t0, y0, args, jm, iws, np.empty_like(jm))
+
+
+#: One native call's scratch arrays, so that no step allocates: vectors of the state's
+#: size, the Jacobian's trial matrix, ``_change_d``'s matrices and a series buffer.
+_Workspace = namedtuple("_Workspace", ["y_predict", "psi", "scale", "y", "dd", "f", "dy",
+                                       "trial", "r", "u", "ru", "rows", "buffer"])
 
 
 @njit(**_JIT)
-def _newton(t_new, y_predict, c, psi, lu, piv, scale, tol, args, iws):
-    """SciPy's ``solve_bdf_system``: simplified Newton on the BDF equations."""
-    d = np.zeros_like(y_predict)
-    y = y_predict.copy()
-    f = np.empty_like(y)
+def _workspace(n):
+    size = MAX_ORDER + 1
+    return _Workspace(np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n),
+                      np.empty(n), np.empty(n), np.empty((n, n)), np.empty((size, size)),
+                      np.empty((size, size)), np.empty((size, size)), np.empty((size, n)),
+                      np.empty(max(N_SERIES, N_MARGINS, 1)))
+
+
+@njit(**_INLINE)
+def _newton(t_new, c, lu, piv, tol, args, iws, ws):
+    """SciPy's ``solve_bdf_system``: simplified Newton on the BDF equations.
+
+    Reads ``ws.y_predict``, ``ws.psi``, ``ws.scale``; leaves the iterate in ``ws.y`` and
+    the correction in ``ws.dd``."""
+    y, dd, f, dy = ws.y, ws.dd, ws.f, ws.dy
+    n = y.size
+    for i in range(n):
+        y[i] = ws.y_predict[i]
+        dd[i] = 0.0
     dy_norm_old = -1.0
     converged = False
     k = 0
@@ -196,40 +255,68 @@ def _newton(t_new, y_predict, c, psi, lu, piv, scale, tol, args, iws):
         iws[I_NFEV] += 1
         if not _all_finite(f):
             break
-        dy = _lu_solve(lu, piv, c * f - psi - d)
-        dy_norm = _norm(dy, scale)
+        for i in range(n):
+            dy[i] = c * f[i] - ws.psi[i] - dd[i]
+        _lu_solve(lu, piv, dy)
+        dy_norm = _norm(dy, ws.scale)
         rate = -1.0 if dy_norm_old < 0 else dy_norm / dy_norm_old
         if rate >= 0 and (rate >= 1 or rate ** (NEWTON_MAXITER - k) / (1 - rate) * dy_norm > tol):
             break
-        y += dy
-        d += dy
+        for i in range(n):
+            y[i] += dy[i]
+            dd[i] += dy[i]
         if dy_norm == 0 or (rate >= 0 and rate / (1 - rate) * dy_norm < tol):
             converged = True
             break
         dy_norm_old = dy_norm
-    return converged, k + 1, y, d
+    return converged, k + 1
 
 
-@njit(**_JIT)
-def _jacobian(t, y, args, jm, iws):
+@njit(**_INLINE)
+def _jacobian(t, y, args, jm, iws, trial):
     """``jm`` <- the Jacobian at ``(t, y)``, unless it is not finite (then the last one stays)."""
-    trial = np.empty_like(jm)
     jac(t, y, args, trial)
     iws[I_NJEV] += 1
     if _all_finite(trial):
         jm[:] = trial
 
 
+@njit(**_INLINE)
+def _predict(d, order, c_alpha, ws):
+    """``ws.y_predict`` <- sum of ``d[:order + 1]``; ``ws.psi`` <- SciPy's ``psi``."""
+    n = d.shape[1]
+    for i in range(n):
+        yp = d[0, i]
+        ps = 0.0
+        for j in range(1, order + 1):
+            yp += d[j, i]
+            ps += d[j, i] * GAMMA[j]
+        ws.y_predict[i] = yp
+        ws.psi[i] = ps / c_alpha
+
+
+@njit(**_INLINE)
+def _factor(c, jm, lu, piv, iws):
+    """``lu`` <- the LU factors of ``I - c J``."""
+    n = jm.shape[0]
+    for i in range(n):
+        for j in range(n):
+            lu[i, j] = -c * jm[i, j]
+        lu[i, i] += 1.0
+    _lu_factor(lu, piv)
+    iws[I_NLU] += 1
+    iws[I_LU_OK] = 1
+
+
 @njit(**_JIT)
-def _step(rtol, atol, args, fws, iws, d, jm, lu, piv):
+def _step(rtol, atol, args, fws, iws, d, jm, lu, piv, ws):
     """One accepted step of SciPy's ``BDF._step_impl``; False if the step became too small."""
     t, t_bound, order = fws[F_T], fws[F_BOUND], iws[I_ORDER]
-    n = d.shape[1]
     newton_tol = max(10 * EPS / rtol, min(0.03, rtol ** 0.5))
     min_step = 10 * abs(np.nextafter(t, np.inf) - t)
     h_abs = fws[F_H_ABS]
     if h_abs < min_step:
-        _change_d(d, order, min_step / h_abs)
+        _change_d(d, order, min_step / h_abs, ws)
         h_abs = min_step
         iws[I_EQUAL] = 0
     current_jac = False
@@ -239,63 +326,68 @@ def _step(rtol, atol, args, fws, iws, d, jm, lu, piv):
         t_new = t + h_abs
         if t_new - t_bound > 0:
             t_new = t_bound
-            _change_d(d, order, abs(t_new - t) / h_abs)
+            _change_d(d, order, abs(t_new - t) / h_abs, ws)
             iws[I_EQUAL] = 0
             iws[I_LU_OK] = 0
         h = t_new - t
         h_abs = abs(h)
-        y_predict = d[0].copy()
-        for j in range(1, order + 1):
-            y_predict += d[j]
-        scale = atol + rtol * np.abs(y_predict)
-        psi = np.zeros(n)
-        for j in range(1, order + 1):
-            psi += d[j] * GAMMA[j]
-        psi /= ALPHA[order]
+        _predict(d, order, ALPHA[order], ws)
+        _scale_of(ws.y_predict, rtol, atol, ws.scale)
         c = h / ALPHA[order]
         while True:
             if iws[I_LU_OK] == 0:
-                lu[:] = -c * jm
-                for i in range(n):
-                    lu[i, i] += 1.0
-                _lu_factor(lu, piv)
-                iws[I_NLU] += 1
-                iws[I_LU_OK] = 1
-            converged, n_iter, y_new, dd = _newton(t_new, y_predict, c, psi, lu, piv, scale,
-                                                   newton_tol, args, iws)
+                _factor(c, jm, lu, piv, iws)
+            converged, n_iter = _newton(t_new, c, lu, piv, newton_tol, args, iws, ws)
             if converged or current_jac:
                 break
-            _jacobian(t_new, y_predict, args, jm, iws)
+            _jacobian(t_new, ws.y_predict, args, jm, iws, ws.trial)
             iws[I_LU_OK] = 0
             current_jac = True
         if not converged:
             h_abs *= 0.5
-            _change_d(d, order, 0.5)
+            _change_d(d, order, 0.5, ws)
             iws[I_EQUAL] = 0
             iws[I_LU_OK] = 0
             continue
         safety = 0.9 * (2 * NEWTON_MAXITER + 1) / (2 * NEWTON_MAXITER + n_iter)
-        scale = atol + rtol * np.abs(y_new)
-        error_norm = _norm(ERROR_CONST[order] * dd, scale)
+        _scale_of(ws.y, rtol, atol, ws.scale)
+        error_norm = _norm_times(ERROR_CONST[order], ws.dd, ws.scale)
         if not math.isfinite(error_norm):  # deviation: SciPy's ``> 1`` would accept a NaN
             error_norm = np.inf
         if error_norm > 1:
             factor = max(MIN_FACTOR, safety * error_norm ** (-1 / (order + 1)))
             h_abs *= factor
-            _change_d(d, order, factor)
+            _change_d(d, order, factor, ws)
             iws[I_EQUAL] = 0
             continue
         break
     iws[I_EQUAL] += 1
     fws[F_T], fws[F_H_ABS] = t_new, h_abs
-    d[order + 2] = dd - d[order + 1]
-    d[order + 1] = dd
-    for i in range(order, -1, -1):
-        d[i] += d[i + 1]
+    _accept(d, order, ws.dd)
     if iws[I_EQUAL] < order + 1:
         return True
-    error_m = _norm(ERROR_CONST[order - 1] * d[order], scale) if order > 1 else np.inf
-    error_p = _norm(ERROR_CONST[order + 1] * d[order + 2], scale) if order < MAX_ORDER else np.inf
+    _choose_order(order, error_norm, safety, fws, iws, d, ws)
+    return True
+
+
+@njit(**_INLINE)
+def _accept(d, order, dd):
+    """SciPy's update of the differences after an accepted step."""
+    for i in range(d.shape[1]):
+        d[order + 2, i] = dd[i] - d[order + 1, i]
+        d[order + 1, i] = dd[i]
+    for j in range(order, -1, -1):
+        for i in range(d.shape[1]):
+            d[j, i] += d[j + 1, i]
+
+
+@njit(**_INLINE)
+def _choose_order(order, error_norm, safety, fws, iws, d, ws):
+    """SciPy's order and step-size change after ``order + 1`` steps of equal size."""
+    scale = ws.scale
+    error_m = _norm_times(ERROR_CONST[order - 1], d[order], scale) if order > 1 else np.inf
+    error_p = (_norm_times(ERROR_CONST[order + 1], d[order + 2], scale) if order < MAX_ORDER
+               else np.inf)
     best, delta = -1.0, 0
     for k, e in enumerate((error_m, error_norm, error_p)):
         factor_k = e ** (-1.0 / (order + k)) if e > 0 else np.inf  # SciPy: divide='ignore'
@@ -304,19 +396,17 @@ def _step(rtol, atol, args, fws, iws, d, jm, lu, piv):
     order += delta
     iws[I_ORDER] = order
     fws[F_H_ABS] *= min(MAX_FACTOR, safety * best)
-    _change_d(d, order, min(MAX_FACTOR, safety * best))
+    _change_d(d, order, min(MAX_FACTOR, safety * best), ws)
     iws[I_EQUAL] = 0
     iws[I_LU_OK] = 0
-    return True
 
 
-@njit(**_JIT)
-def _outside(y, args):
+@njit(**_INLINE)
+def _outside(y, args, buffer):
     """Whether ``y`` violates a domain condition (a margin ``<= 0``)."""
-    out = np.empty(N_MARGINS)
-    margins(y, args, out)
-    for v in out:
-        if v <= 0:
+    margins(y, args, buffer)
+    for i in range(N_MARGINS):
+        if buffer[i] <= 0:
             return True
     return False
 
@@ -331,11 +421,12 @@ def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, 
     means settling is watched with the generated rule (``iws[I_INSIDE]``: the
     state has not yet left the settled set since the start).
     """
+    ws = _workspace(d.shape[1])
     k = iws[I_STEPS]
     while k + 1 < limit:
         if fws[F_T] >= fws[F_BOUND]:
             return REACHED
-        if not _step(rtol, atol, args, fws, iws, d, jm, lu, piv):
+        if not _step(rtol, atol, args, fws, iws, d, jm, lu, piv, ws):
             return TOO_SMALL
         k += 1
         iws[I_STEPS] = k
@@ -345,10 +436,10 @@ def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, 
         ts[k], hs[k], orders[k] = fws[F_T], fws[F_H_ABS], order
         ds[k] = 0.0
         ds[k, :order + 1] = d[:order + 1]
-        if N_MARGINS and _outside(d[0], args):
+        if N_MARGINS and _outside(d[0], args, ws.buffer):
             return EDGE
         if fws[F_SETTLE] >= 0:
-            near = settled(fws[F_T], d[0], args, consts) <= 0
+            near = settled_into(fws[F_T], d[0], args, consts, ws.buffer) <= 0
             if near and iws[I_INSIDE] == 0:
                 return SETTLED
             if not near:
@@ -446,14 +537,15 @@ def crossings(kinds, indices, levels, signs, args, ts, hs, orders, ds, ys, count
 def settle_time(args, consts, ts, hs, orders, ds, k):
     """Where the generated stop rule turns ``<= 0`` inside step ``k``, by bisection."""
     y = np.empty(ds.shape[2])
+    buffer = np.empty(max(N_SERIES, 1))
     a, b = ts[k - 1], ts[k]
     _dense_at(a, k, ts, hs, orders, ds, y)
-    if settled(a, y, args, consts) <= 0:
+    if settled_into(a, y, args, consts, buffer) <= 0:
         return a
     while b - a > 4 * EPS * max(abs(a), abs(b)):
         m = 0.5 * (a + b)
         _dense_at(m, k, ts, hs, orders, ds, y)
-        if settled(m, y, args, consts) <= 0:
+        if settled_into(m, y, args, consts, buffer) <= 0:
             b = m
         else:
             a = m

@@ -17,6 +17,7 @@ import numpy as np
 
 from .._crossing import root_in_step
 from .._driver import _T_MAX, Problem
+from .._integrate import _why_not_reached
 from .._lsoda import _MAX_STEPS
 from .._params import ParameterError
 from .._trajectory import DomainError, SolverStats, Trajectory
@@ -143,12 +144,21 @@ def _raise_edge(leg: _Leg) -> None:
     raise p.edge_error(t_edge, segment(t_edge))
 
 
+def _settled_at_start(twin, problem: Problem, constants: np.ndarray) -> float:
+    """The stop rule at ``(0, y0)``: the native one if declared (it equals the Python one,
+    which may cost more to build than the whole run)."""
+    if twin.HAS_SETTLED_RULE:
+        return float(twin.settled(0.0, problem.y0.astype(float),
+                                  np.array(problem.args, dtype=float), constants))
+    return problem.settled(0.0, problem.y0)
+
+
 def _integrate(twin, problem: Problem, constants: np.ndarray) -> tuple[_Leg, float]:
     """Step until the end of the run; the integrator and the end time."""
     fixed = problem.t_end is not None
     native_rule = bool(twin.HAS_SETTLED_RULE)
-    if not fixed and problem.settled(0.0, problem.y0) <= 0:  # started settled: to the first horizon
-        fixed = True
+    if not fixed and _settled_at_start(twin, problem, constants) <= 0:
+        fixed = True  # started settled: to the first horizon
     leg = _Leg(twin, problem, constants, problem.t_end if problem.t_end else problem.horizon)
     leg.set_bound(leg.bound, watch=native_rule and not fixed)
     checked, t_end = 1, None
@@ -240,9 +250,13 @@ def solve_native(model, params, variant, solver, thresholds, problem: Problem) -
     # Steps past t_end (a chunk's overshoot under the Python stop rule) are not the run's.
     phases = {c.name: float(v) if v <= t_end else math.nan
               for c, v in zip(crossings, times, strict=True)}
+    unreached = {c.name: _why_not_reached(c, series, t_end) for c in crossings
+                 if not math.isfinite(phases[c.name])}
+    for name in model.nonnegative:  # as the pure path: a loss's round-off below zero
+        series[name] = np.maximum(series[name], 0.0)
     steps = int(np.searchsorted(r.ts[:r.count], t_end)) + 1
     iws = leg.iws
     stats = SolverStats("BDF (native)", solver.rtol, solver.atol, nfev=int(iws[twin.I_NFEV]),
                         njev=int(iws[twin.I_NJEV]), nlu=int(iws[twin.I_NLU]), steps=steps - 1)
     return Trajectory(model.name, variant, model.variant_option, params, solver, thresholds, t,
-                      series, phases, stats, dense, system)
+                      series, phases, stats, dense, system, unreached)

@@ -30,7 +30,7 @@ from .._compile import CompiledSystem, atomic_write
 __all__ = ["load_twin", "twin_path", "twin_source"]
 
 #: Bump when the twin's shape changes.
-TWIN_VERSION = "1"
+TWIN_VERSION = "2"
 _TEMPLATE = Path(__file__).with_name("_bdf.py")
 #: Generated functions, with the leading arguments they keep (``t`` for the flow).
 _FUNCTIONS = {"rhs": ("t", "y"), "jac": ("t", "y"), "margins": ("y",), "state": ("y",),
@@ -87,20 +87,24 @@ def _kernel_imports(tree: ast.Module) -> tuple[list[str], str]:
 
 
 def _settled_source(system: CompiledSystem, rule) -> str:
-    """The stop rule as ``settled(t, y, args, c)``: its expression in ``t``, the
-    coordinates, the observables (evaluated only if it names one) and its constants."""
-    lines = [f"{_DECORATOR}", "def settled(t, y, args, c):"]
+    """The stop rule as ``settled_into(t, y, args, c, values)``: its expression in ``t``, the
+    coordinates, the observables (evaluated into ``values`` only if it names one) and its
+    constants; and ``settled(t, y, args, c)``, the same with its own buffer."""
+    lines = [f"{_DECORATOR}", "def settled_into(t, y, args, c, values):"]
     if rule is None:  # never settled natively: the driver applies the model's rule itself
-        return "\n".join([*lines, "    return 1.0"])
-    used = {node.id for node in ast.walk(ast.parse(rule.expression, mode="eval"))
-            if isinstance(node, ast.Name)}
-    lines += [f"    {name} = y[{i}]" for i, name in enumerate(system.coordinate_names)]
-    if used & set(system.observable_names):
-        lines.append("    values = np.empty(N_SERIES)")
-        lines.append("    observables(y, args, values)")
-        lines += [f"    {name} = values[{i}]" for i, name in enumerate(system.observable_names)]
-    lines += [f"    {name} = c[{i}]" for i, name in enumerate(rule.constants)]
-    return "\n".join([*lines, f"    return {rule.expression}"])
+        lines.append("    return 1.0")
+    else:
+        used = {node.id for node in ast.walk(ast.parse(rule.expression, mode="eval"))
+                if isinstance(node, ast.Name)}
+        lines += [f"    {name} = y[{i}]" for i, name in enumerate(system.coordinate_names)]
+        if used & set(system.observable_names):
+            lines.append("    observables(y, args, values)")
+            lines += [f"    {name} = values[{i}]"
+                      for i, name in enumerate(system.observable_names)]
+        lines += [f"    {name} = c[{i}]" for i, name in enumerate(rule.constants)]
+        lines.append(f"    return {rule.expression}")
+    return "\n".join([*lines, "", "", f"{_DECORATOR}", "def settled(t, y, args, c):",
+                      "    return settled_into(t, y, args, c, np.empty(max(N_SERIES, 1)))"])
 
 
 def twin_source(system: CompiledSystem, rule=None) -> tuple[str, str]:
@@ -145,11 +149,22 @@ def twin_source(system: CompiledSystem, rule=None) -> tuple[str, str]:
 _LOADED: dict[tuple, ModuleType] = {}
 
 
+def _numba_cache_dir(path: Path) -> Path:
+    """Where numba keeps the machine code of the functions defined in ``path``."""
+    from numba.core import config
+    from numba.core.caching import _CacheLocator
+
+    if config.CACHE_DIR:  # NUMBA_CACHE_DIR
+        return Path(config.CACHE_DIR) / _CacheLocator.get_suitable_cache_subpath(str(path))
+    return path.parent / "__pycache__"
+
+
 def _first_compile_notice(system: CompiledSystem, path: Path) -> None:
     """One line on stderr when numba has no cached machine code for this twin yet."""
-    if not any((path.parent / "__pycache__").glob(f"{path.stem}.*.nbi")):
+    cache = _numba_cache_dir(path)
+    if not any(cache.glob(f"{path.stem}.*.nbi")):
         print(f"reduced-odes: compiling the native integrator for model {system.model!r} "
-              f"({system.variant}) with numba, once; cached in {path.parent}", file=sys.stderr)
+              f"({system.variant}) with numba, once; cached in {cache}", file=sys.stderr)
 
 
 def load_twin(system: CompiledSystem, rule=None) -> ModuleType:
