@@ -8,8 +8,7 @@ Reports, at the default induction-head setting (L=200, alpha=0.5, w*=0.3,
 sigma=1e-4, rtol 1e-10): the per-trajectory time of ``solve`` on each path and
 their ratio; the native steps at L = 1e7 over those at L = 1e2; the first
 compile (a fresh cache, in a subprocess) and the cold start with numba's cache
-warm (a subprocess: import, load, one trajectory).  The native stop rule is the
-one ``tests/engine/test_native.py`` declares for the model.
+warm (a subprocess: import, load, one trajectory).
 """
 
 from __future__ import annotations
@@ -27,11 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 PARAMS = dict(L=200, alpha=0.5, wstar=0.3, sigma=1e-4)
-_ONE_RUN = ("import sys, time; t0 = time.perf_counter(); sys.path[:0] = [{root!r}, {root!r} + "
-            "'/tests/engine']; from reduced_odes.models import get_model; "
-            "from reduced_odes._native import solve_numba; from test_native import with_rule; "
-            "m = get_model('induction_head'); "
-            "exec(\"with with_rule(m): solve_numba(m.make_params({params!r}), model=m)\"); "
+_ONE_RUN = ("import sys, time; t0 = time.perf_counter(); sys.path[:0] = [{root!r}]; "
+            "from reduced_odes import SolverConfig, solve; "
+            "from reduced_odes.models import get_model; m = get_model('induction_head'); "
+            "solve(m.make_params({params!r}), solver=SolverConfig(backend='numba'), model=m); "
             "print(time.perf_counter() - t0)")
 
 
@@ -57,21 +55,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=21)
     parser.add_argument("--skip-compile", action="store_true", help="no fresh-cache compile")
     options = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "tests" / "engine"))
-    from test_native import with_rule
-
-    from reduced_odes import solve
-    from reduced_odes._native import solve_numba
+    from reduced_odes import SolverConfig, solve
     from reduced_odes.models import get_model
 
     model = get_model("induction_head")
     params = model.make_params(PARAMS)
-    with with_rule(model):
-        solve_numba(params, model=model)  # compile or load once
-        native = _median(lambda: solve_numba(params, model=model), options.repeat)
-        pure = _median(lambda: solve(params, model=model), options.repeat)
-        steps = [solve_numba(model.make_params({**PARAMS, "L": L}), model=model).stats.steps
-                 for L in (1e2, 1e7)]
+    native_config = SolverConfig(backend="numba")
+    solve(params, solver=native_config, model=model)  # compile or load once
+    native = _median(lambda: solve(params, solver=native_config, model=model), options.repeat)
+    pure = _median(lambda: solve(params, model=model), options.repeat)
+    steps = [solve(model.make_params({**PARAMS, "L": L}), solver=native_config,
+                   model=model).stats.steps for L in (1e2, 1e7)]
     print(f"per trajectory: native {native * 1e3:.3f} ms, pure {pure * 1e3:.2f} ms, "
           f"ratio {pure / native:.1f}x (target <= 1 ms and >= 15x)")
     print(f"native steps L=1e7 / L=1e2: {steps[1]} / {steps[0]} = {steps[1] / steps[0]:.3f} "

@@ -19,7 +19,7 @@ import importlib
 from ._version import __version__
 
 _LAZY = {
-    **dict.fromkeys(("Crossing", "DerivationError", "Model"), "_contract"),
+    **dict.fromkeys(("Crossing", "DerivationError", "Model", "SettledRule"), "_contract"),
     **dict.fromkeys(("METHODS", "ParameterError", "Parameters", "Range", "SolverConfig",
                      "choice", "flag", "integer", "interval", "parameter", "positive"),
                     "_params"),

@@ -156,7 +156,14 @@ def _versions() -> str:
 
 def model_sources(model) -> tuple[Path, ...]:
     """The files whose bytes key a model's derivation: its package, or its lone file."""
-    source = Path(inspect.getfile(type(model))).resolve()
+    return _sources_of(type(model))
+
+
+@functools.cache
+def _sources_of(cls: type) -> tuple[Path, ...]:
+    # Listed once per process (a directory walk costs more than a native trajectory); the
+    # files' bytes are still re-checked on every call through their stat stamps.
+    source = Path(inspect.getfile(cls)).resolve()
     if (source.parent / "__init__.py").exists() and source.parent != _PACKAGE_DIR:
         return tuple(sorted(source.parent.rglob("*.py")))
     return (source,)

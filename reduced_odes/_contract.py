@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._params import ParameterError, Parameters
@@ -28,6 +28,65 @@ class DerivationError(RuntimeError):
     def __init__(self, step: str, detail: str):
         super().__init__(f"derivation step {step!r} failed: {detail}")
         self.step = step
+
+
+@dataclass(frozen=True)
+class SettledRule:
+    """A stop rule as an expression, evaluated in Python and compiled by the native backend.
+
+    ``Model.settled`` may return one instead of a function: the engine then
+    evaluates the same expression on both backends, so the two cannot drift.
+
+    Attributes
+    ----------
+    expression : str
+        A Python expression (``abs``, ``min``, ``max``, ``math.*``, arithmetic,
+        ``a if c else b``) in ``t``, the integration coordinates' names, the
+        observables' names and the ``constants``' names.  It does not depend on
+        the parameters other than through ``constants``: it is compiled once per
+        model variant.
+    constants : mapping of str to float
+        Names and values of the rule's parameter-dependent numbers.
+
+    Examples
+    --------
+    >>> rule = SettledRule("abs(u - target) - tol", {"target": 2.0, "tol": 1e-9})
+    >>> f = rule.function(("u",), (), None, ())
+    >>> f(0.0, [2.5])
+    0.499999999
+    """
+
+    expression: str
+    constants: Mapping[str, float] = field(default_factory=dict)
+
+    def names(self) -> set[str]:
+        """The names the expression reads."""
+        import ast
+
+        return {node.id for node in ast.walk(ast.parse(self.expression, mode="eval"))
+                if isinstance(node, ast.Name)}
+
+    def function(self, coordinates: Sequence[str], observable_names: Sequence[str],
+                 observables: Callable | None, args: Sequence[float]
+                 ) -> Callable[[float, Sequence[float]], float]:
+        """The rule as ``f(t, y)`` in Python; ``inf`` where the observables are undefined."""
+        import math
+
+        code = compile(self.expression, "<settled>", "eval")
+        scope = {"abs": abs, "min": min, "max": max, "math": math, "__builtins__": {}}
+        constants = {k: float(v) for k, v in self.constants.items()}
+        reads_observables = bool(self.names() & set(observable_names))
+
+        def rule(t: float, y) -> float:
+            names = dict(zip(coordinates, y, strict=True), t=t, **constants)
+            if reads_observables:
+                try:
+                    names.update(zip(observable_names, observables(y, *args)))
+                except (ValueError, ArithmeticError):  # a trial state outside the domain
+                    return math.inf
+            return eval(code, scope, names)  # noqa: S307  (the model's own expression)
+
+        return rule
 
 
 @dataclass(frozen=True)
@@ -90,9 +149,12 @@ class Model(abc.ABC):
     6. :meth:`initial_state`: the state at ``t = 0`` in the integration coordinates.
     7. :meth:`phases`: the phase times, as :class:`Crossing` definitions.
     8. :meth:`settled`: the stop rule; a function of the integration
-       coordinates that is ``<= 0`` once every block of the state is in its
-       final regime.  The run then continues for ``tail`` times the settling
-       time, so that late-time rates are resolved.
+       coordinates (and optionally of ``t`` first) that is ``<= 0`` once every
+       block of the state is in its final regime, or a :class:`SettledRule`
+       expression of the same, which the native backend compiles (a function
+       makes it apply the rule in Python between native chunks).  The run then
+       continues for ``tail`` times the settling time, so that late-time rates
+       are resolved.
     9. :meth:`horizon`: the first time horizon; the engine extends it (x4, up
        to 1e18) until the state settles.
 

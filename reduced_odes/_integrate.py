@@ -14,6 +14,11 @@ share, guards and diagnostics are in ``_driver``, the result objects in
   terminal events (and so does LSODA if the fast driver is unavailable in the
   installed SciPy).
 
+With ``SolverConfig(backend="numba")`` (the ``[fast]`` extra) the whole run is
+native instead: :mod:`reduced_odes._native`, SciPy's BDF ported to numba on a
+machine-generated twin of the compiled system, with the same stop rule,
+crossings and output grid (``tests/engine/test_native.py`` holds the two together).
+
 Evaluations outside the model's domain (trial states of a large step) return
 NaN to the integrator, which then retries a smaller step; should a non-finite
 state be accepted anyway, the direct driver restarts from its last accepted
@@ -28,13 +33,15 @@ dense output (:mod:`reduced_odes._crossing`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ._backend import resolve
 from ._compile import CompiledSystem, load_system
-from ._contract import Crossing, Model
+from ._contract import Crossing, Model, SettledRule
 from ._crossing import first_index, root_in_step
 from ._driver import Problem, _Run
 from ._ivp import _ivp_run
@@ -163,6 +170,7 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
     model = model_for(params) if model is None else get_model(model)
     solver = solver or SolverConfig()
     _checked(model, params, solver, thresholds)
+    solver = dataclasses.replace(solver, backend=resolve(solver.backend))
     variant = model.resolve_variant(variant)
     model.check(params, variant)
     if model.supports("integrate"):
@@ -172,10 +180,14 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
     system = load_system(model, variant)
     args = tuple(float(a) for a in model.parameter_values(params, variant))
     y0 = _initial_state(model, params, variant, initial, system, args)
-    problem = Problem(system, args, y0, _stop_rule(model.settled(params, variant)),
+    problem = Problem(system, args, y0, _LazyRule(model, params, variant, system, args),
                       float(model.horizon(params, variant)), float(model.tail), solver.t_end,
                       solver.method, solver.rtol, solver.atol,
                       f"model {model.name!r} ({model.variant_option} {variant!r})")
+    if solver.backend == "numba":
+        from ._native import solve_native
+
+        return solve_native(model, params, variant, solver, thresholds, problem)
     run = None
     if solver.method == "LSODA":
         try:
@@ -185,6 +197,23 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
     if run is None:
         run = _ivp_run(problem)
     return _assemble(model, params, variant, solver, thresholds, problem, run)
+
+
+class _LazyRule:
+    """The model's stop rule as ``f(t, y)``, built on first use: a native run with a
+    :class:`SettledRule` never calls it."""
+
+    def __init__(self, model: Model, params, variant: str, system: CompiledSystem, args):
+        self._parts, self._rule = (model, params, variant, system, args), None
+
+    def __call__(self, t: float, y) -> float:
+        if self._rule is None:
+            model, params, variant, system, args = self._parts
+            rule = model.settled(params, variant)
+            self._rule = (rule.function(system.coordinate_names, system.observable_names,
+                                        system.observables, args)
+                          if isinstance(rule, SettledRule) else _stop_rule(rule))
+        return self._rule(t, y)
 
 
 def _stop_rule(rule):
@@ -223,24 +252,46 @@ def _assemble(model, params, variant, solver, thresholds, problem: Problem,
               run: _Run) -> Trajectory:
     system, args = problem.system, problem.args
     t_end = float(run.steps[-1])
-    t = np.concatenate([[0.0], np.geomspace(min(1e-3, t_end / 10), t_end, solver.n_output)])
+    t = output_times(t_end, solver.n_output)
     y = run.dense(t)
     y[:, 0] = problem.y0
     y[:, -1] = run.y_steps[:, -1]  # the last step exactly, not its interpolant
     initial = {k: float(v[0]) for k, v in _series_at(system, problem.y0[:, None], args).items()}
     crossings = model.phases(params, variant, initial, thresholds)
     phases = {c.name: _crossing_time(system, run, args, c) for c in crossings}
-    series = _series_at(system, y, args)
-    unreached = {c.name: _why_not_reached(c, series, t_end) for c in crossings
+    stats = SolverStats(solver.method, solver.rtol, solver.atol, nfev=run.nfev, njev=run.njev,
+                        nlu=run.nlu, steps=len(run.steps) - 1)
+    return trajectory(model, (params, variant, solver, thresholds), problem, t,
+                      _series_at(system, y, args), (crossings, phases), stats, run.dense)
+
+
+def output_times(t_end: float, n_output: int) -> np.ndarray:
+    """The output grid: ``0`` and ``n_output`` log-spaced times up to ``t_end``.
+
+    Examples
+    --------
+    >>> output_times(10.0, 3).tolist()
+    [0.0, 0.001, 0.1, 10.0]
+    """
+    return np.concatenate([[0.0], np.geomspace(min(1e-3, t_end / 10), t_end, n_output)])
+
+
+def trajectory(model: Model, setting: tuple, problem: Problem, t: np.ndarray,
+               series: dict[str, np.ndarray], crossed: tuple, stats: SolverStats,
+               dense) -> Trajectory:
+    """A finished run as a :class:`Trajectory` (either backend's): ``setting`` is
+    ``(params, variant, solver, thresholds)`` and ``crossed`` the crossings with their
+    times; the phases not reached get their reason, and losses their round-off clipped."""
+    params, variant, solver, thresholds = setting
+    crossings, phases = crossed
+    unreached = {c.name: _why_not_reached(c, series, float(t[-1])) for c in crossings
                  if not math.isfinite(phases[c.name])}
     for name in model.nonnegative:
         # A loss is a sum of O(1) terms of both signs; near its minimum they cancel to
         # round-off (|error| ~ 1e-16), which can show as a tiny negative value.
         series[name] = np.maximum(series[name], 0.0)
-    stats = SolverStats(solver.method, solver.rtol, solver.atol, nfev=run.nfev, njev=run.njev,
-                        nlu=run.nlu, steps=len(run.steps) - 1)
     return Trajectory(model.name, variant, model.variant_option, params, solver, thresholds, t,
-                      series, phases, stats, run.dense, system, unreached, problem.args)
+                      series, phases, stats, dense, problem.system, unreached, problem.args)
 
 
 def _why_not_reached(crossing: Crossing, series: dict, t_end: float) -> str:

@@ -219,6 +219,11 @@ class SolverConfig(Parameters):
         Final time; ``None`` lets the model's stop rule choose it.
     n_output : int
         Number of log-spaced output times after t = 0.
+    backend : {"auto", "python", "numba"}
+        ``python``: SciPy's ``method``, the reference.  ``numba``: the native
+        backend (the ``[fast]`` extra), SciPy's BDF ported to numba whatever
+        ``method`` says.  ``auto``: ``python``, unless the job that runs the
+        trajectory chose ``numba`` (a large sweep or verify with numba installed).
 
     Examples
     --------
@@ -226,15 +231,21 @@ class SolverConfig(Parameters):
     'LSODA'
     """
 
-    KEYS: ClassVar[tuple[str, ...]] = ("method", "rtol", "atol", "t_end", "n_output")
+    KEYS: ClassVar[tuple[str, ...]] = ("method", "rtol", "atol", "t_end", "n_output", "backend")
 
     method: str = parameter("LSODA", choice(*METHODS), "stiff solver")
     rtol: float = parameter(1e-10, interval(0, 1), "relative tolerance")
     atol: float = parameter(1e-12, positive(), "absolute tolerance")
     t_end: float | None = None
     n_output: int = parameter(400, integer(2, 10**7), "number of log-spaced output times")
+    backend: str = parameter("auto", choice("auto", "python", "numba"),
+                             "python: the reference path; numba: native (the [fast] extra); "
+                             "auto: numba for large sweeps and verify when installed")
 
     def check(self) -> None:
+        from ._backend import check_backend
+
+        check_backend(self.backend)
         if self.t_end is not None:
             object.__setattr__(self, "t_end", positive().check("t_end", self.t_end))
 

@@ -5,7 +5,8 @@ Each setting of the grid (see :func:`reduced_odes._sweep.load_grid`) is a table 
 * the model's parameters (the fields of ``model.Params``),
 * its variant, under the model's variant option (e.g. ``closure``; default: the
   command's option),
-* solver settings ``method, rtol, atol, t_end, n_output`` (:class:`~reduced_odes.SolverConfig`),
+* solver settings ``method, rtol, atol, t_end, n_output, backend``
+  (:class:`~reduced_odes.SolverConfig`; ``backend`` defaults to the command's ``--backend``),
 * the model's phase thresholds, if it has any (``model.Thresholds``).
 
 Omitted keys take the defaults.  Every setting is validated before any work
@@ -22,8 +23,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 import sys
+from pathlib import Path
 from typing import Any
 
 __all__ = ["HELP", "add_arguments", "allowed_keys", "run", "solve_setting"]
@@ -51,9 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser, model) -> None:
     parser.add_argument("--out", default="results.jsonl", metavar="FILE.jsonl",
                         help="results file, appended to; settings already in it are skipped "
                              "(default: results.jsonl)")
-    from .cli import add_run_options
+    from ._backend import NATIVE_MIN_SETTINGS
+    from .cli import add_backend_option, add_run_options
 
     add_run_options(parser)
+    add_backend_option(parser, f"numba when installed and the grid has at least "
+                               f"{NATIVE_MIN_SETTINGS} settings, else python; a grid's own "
+                               f"'backend' key wins")
     parser.add_argument(f"--{model.variant_option}", dest="variant", choices=model.variants,
                         default=model.variants[0],
                         help=f"{model.variant_option} of the settings that do not name one "
@@ -93,12 +98,12 @@ def solve_setting(setting: dict[str, Any]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``reduced-odes sweep``; see the module docstring for the exit status."""
+    from ._backend import for_job
     from ._compile import load_system
     from ._params import ParameterError, SolverConfig
     from ._provenance import platform_stamp, versions
     from ._registry import reference
     from ._sweep import load_grid, run_sweep
-
     from .cli import check_run_options, run_executor, writable
 
     model = args.model
@@ -111,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # invalid TOML or the wrong shape; the message names the file
         raise ParameterError(f"grid: {exc}") from None
     ref = reference(model)
-    settings = [{"model": ref, model.variant_option: args.variant} | setting
+    backend = for_job(args.backend, len(settings))
+    settings = [{"model": ref, model.variant_option: args.variant, "backend": backend} | setting
                 for setting in settings]
     for setting in settings:
         try:

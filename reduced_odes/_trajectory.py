@@ -113,7 +113,8 @@ class Trajectory:
             "phase_outcomes": {k: {"reached": k not in self.unreached,
                                    "reason": self.unreached.get(k)} for k in self.phases},
             "final": {k: _json_float(v) for k, v in self.final.items()},
-            "solver": {**self.stats.as_dict(), "t_end": float(self.t[-1])},
+            "solver": {**self.stats.as_dict(), "backend": self.solver.backend,
+                       "t_end": float(self.t[-1])},
             "versions": versions(),
         }
         if self.thresholds is not None:

@@ -8,6 +8,7 @@ its tolerance).  This module runs them and writes the verdict.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import tempfile
@@ -115,20 +116,23 @@ class VerifyReport:
                 "platform": platform_stamp()}
 
 
-def measure_task(setting: Mapping) -> dict:
-    """The sweep task of :func:`verify`: ``setting["model"]``'s ``measure`` of the rest.
+def measure_task(setting: Mapping, backend: str = "python") -> dict:
+    """The sweep task of :func:`verify`: ``setting["model"]``'s ``measure`` of the rest,
+    its trajectories on ``backend`` (what ``SolverConfig(backend="auto")`` means there).
 
     Module level, so that worker processes (and dask) can pickle it by name.
     """
+    from ._backend import preferred_backend
     from ._registry import get_model
 
     setting = dict(setting)
-    return get_model(setting.pop("model")).measure(setting)
+    with preferred_backend(backend):
+        return get_model(setting.pop("model")).measure(setting)
 
 
 def verify(model, grid: str = "quick", variant: str | None = None,
            out: str | Path | None = None, *, executor=None, max_workers: int | None = None,
-           progress: bool | None = None) -> VerifyReport:
+           progress: bool | None = None, backend: str = "auto") -> VerifyReport:
     """Run a model's verification grid and evaluate every claim.
 
     Parameters
@@ -148,6 +152,9 @@ def verify(model, grid: str = "quick", variant: str | None = None,
         Processes of the default pool (capped at the cores and the settings).
     progress : bool, optional
         Progress on stderr (None: only on a terminal).
+    backend : {"auto", "python", "numba"}
+        Where the trajectories run; ``auto``: numba when installed and the grid
+        is large (:func:`reduced_odes._backend.for_job`), else python.
 
     Examples
     --------
@@ -155,6 +162,7 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     >>> report.passed  # doctest: +SKIP
     True
     """
+    from ._backend import for_job
     from ._compile import atomic_write, load_system
     from ._registry import get_model, reference
     from ._results import dumps_record
@@ -173,9 +181,11 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="reduced-odes-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     raw = out_dir / f"verify-{grid}.jsonl"
-    metadata = {"versions": versions(), "solver": SolverConfig().as_dict()}
+    backend = for_job(backend, len(settings))
+    metadata = {"versions": versions(), "solver": SolverConfig(backend=backend).as_dict()}
     ref = reference(model)
-    sweep = run_sweep([{"model": ref, **s} for s in settings], measure_task, raw,
+    sweep = run_sweep([{"model": ref, **s} for s in settings],
+                      functools.partial(measure_task, backend=backend), raw,
                       executor=executor, max_workers=max_workers, progress=progress,
                       metadata=metadata)
     records = sweep.records

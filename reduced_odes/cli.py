@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ._backend import NATIVE_MIN_SETTINGS, check_backend
 from ._params import METHODS, ParameterError
 
 __all__ = ["main"]
@@ -83,6 +84,7 @@ def _add_solve_arguments(parser: argparse.ArgumentParser, model) -> None:
                         help="relative tolerance in (0, 1) (default: 1e-10)")
     parser.add_argument("--atol", type=float, default=1e-12,
                         help="absolute tolerance > 0 (default: 1e-12)")
+    add_backend_option(parser, "python for one trajectory")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON document (default: a table)")
     parser.add_argument("--out", metavar="FILE", default=None,
@@ -96,7 +98,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
     model = args.model
     params = model.Params(**_parameter_values(args, model.Params))
-    solver = SolverConfig(method=args.method, rtol=args.rtol, atol=args.atol)
+    solver = SolverConfig(method=args.method, rtol=args.rtol, atol=args.atol,
+                          backend=args.backend)
     if args.out is not None:
         writable(args.out, "file")
     trajectory = solve(params, args.variant, solver, model=model)
@@ -211,6 +214,16 @@ def _add_verify_arguments(parser: argparse.ArgumentParser, model) -> None:
                         help="directory for raw per-setting results and the verdict "
                              "(default: results/<model>); an interrupted run resumes from it")
     add_run_options(parser)
+    add_backend_option(parser, f"numba when installed and the grid has at least "
+                               f"{NATIVE_MIN_SETTINGS} settings, else python")
+
+
+def add_backend_option(parser: argparse.ArgumentParser, auto: str) -> None:
+    """``--backend``: the pure-Python reference or the native backend (``[fast]``)."""
+    parser.add_argument("--backend", choices=("auto", "python", "numba"), default="auto",
+                        help=f"python: the reference; numba: native, SciPy's BDF compiled by "
+                             f"numba (pip install 'reduced-odes[fast]'); auto: {auto} "
+                             f"(default: auto)")
 
 
 def add_executor_options(parser: argparse.ArgumentParser) -> None:
@@ -267,7 +280,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     check_run_options(args, out / f"verify-{args.grid}.jsonl")
     with run_executor(args) as (executor, workers):
         report = verify(args.model, args.grid, args.variant, out, executor=executor,
-                        max_workers=workers, progress=getattr(args, "progress", True))
+                        max_workers=workers, progress=getattr(args, "progress", True),
+                        backend=getattr(args, "backend", "auto"))
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
@@ -564,6 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.hook and not model.supports(args.hook):
             raise ParameterError(f"model={model.name!r} does not supply '{args.command}'; "
                                  f"its commands: {', '.join(_commands_of(model))}")
+        check_backend(getattr(args, "backend", "auto"))  # before any work
         return args.handler(args)
     except (ParameterError, DomainError, DerivationError) as exc:
         print(f"reduced-odes {command}: error: {exc}", file=sys.stderr)

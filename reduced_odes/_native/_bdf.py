@@ -308,7 +308,7 @@ def _factor(c, jm, lu, piv, iws):
     iws[I_LU_OK] = 1
 
 
-@njit(**_JIT)
+@njit(**_INLINE)
 def _step(rtol, atol, args, fws, iws, d, jm, lu, piv, ws):
     """One accepted step of SciPy's ``BDF._step_impl``; False if the step became too small."""
     t, t_bound, order = fws[F_T], fws[F_BOUND], iws[I_ORDER]
@@ -434,12 +434,15 @@ def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, 
         # the next step (``_change_d`` re-expressed the same polynomial in them).
         order = iws[I_ORDER]
         ts[k], hs[k], orders[k] = fws[F_T], fws[F_H_ABS], order
-        ds[k] = 0.0
-        ds[k, :order + 1] = d[:order + 1]
-        if N_MARGINS and _outside(d[0], args, ws.buffer):
+        y = ws.y  # the state at the step's end, d[0], without a view of ``d``
+        for i in range(d.shape[1]):
+            y[i] = d[0, i]
+            for j in range(ds.shape[1]):
+                ds[k, j, i] = d[j, i] if j <= order else 0.0
+        if N_MARGINS and _outside(y, args, ws.buffer):
             return EDGE
         if fws[F_SETTLE] >= 0:
-            near = settled_into(fws[F_T], d[0], args, consts, ws.buffer) <= 0
+            near = settled_into(fws[F_T], y, args, consts, ws.buffer) <= 0
             if near and iws[I_INSIDE] == 0:
                 return SETTLED
             if not near:

@@ -31,7 +31,12 @@ _OPTIONS = dict(error_model="numpy", nogil=True)
 _MEMO: dict[tuple[str, str], object] = {}
 
 
-def _jit(function: types.FunctionType, module: str, cache: bool = True):
+def _jit(function: types.FunctionType, module: str):
+    """``function`` compiled lazily by numba, with the plain functions it calls compiled too.
+
+    Not cached on their own: the kernels are compiled into the twin's functions, which
+    are cached (``cache=True``) with everything they call, so a warm start compiles and
+    loads no kernel."""
     import numba
 
     key = (module, function.__qualname__ + str(id(function.__code__)))
@@ -44,25 +49,8 @@ def _jit(function: types.FunctionType, module: str, cache: bool = True):
             namespace[name] = _jit(value, module)
     rebuilt = types.FunctionType(function.__code__, namespace, function.__name__,
                                  function.__defaults__, function.__closure__)
-    try:
-        compiled = numba.njit(cache=cache, **_OPTIONS)(rebuilt)
-    except RuntimeError:  # no source file to key numba's cache (an ``eval``-built helper)
-        compiled = numba.njit(**_OPTIONS)(rebuilt)
-    _MEMO[key] = compiled
+    _MEMO[key] = compiled = numba.njit(**_OPTIONS)(rebuilt)
     return compiled
-
-
-def _typed(compiled, function: types.FunctionType) -> bool:
-    """Compile ``compiled`` for float arguments now (by one call, so that defaults stay
-    omitted as in the generated code's calls); False if numba cannot type it."""
-    import numba
-
-    count = function.__code__.co_argcount - len(function.__defaults__ or ())
-    try:
-        compiled(*(0.5,) * count)  # plain math: IEEE results, no exception, at any value
-    except numba.core.errors.TypingError:
-        return False
-    return True
 
 
 class _Fold(ast.NodeTransformer):
@@ -112,17 +100,14 @@ def _composed(source: types.ModuleType, name: str):
         constants = {i: a.value for i, a in enumerate(call.args) if isinstance(a, ast.Constant)}
         if isinstance(helper, types.FunctionType) and constants:
             names = helper.__code__.co_varnames
-            # Not cached by numba on its own: it would share the original's cache entry
-            # name; the twin's functions that inline it are cached.
             namespace[call.func.id] = _jit(
-                _specialised(helper, {names[i]: v for i, v in constants.items()}), name,
-                cache=False)
+                _specialised(helper, {names[i]: v for i, v in constants.items()}), name)
             call.args = [a for a in call.args if not isinstance(a, ast.Constant)]
     definition = tree.body[0]
     definition.decorator_list = []
     exec(compile(ast.fix_missing_locations(tree), inspect.getsourcefile(function), "exec"),
          namespace)  # noqa: S102
-    return _jit(namespace[name], name, cache=False)
+    return _jit(namespace[name], name)
 
 
 def jit_kernels(module: str, names: Sequence[str]) -> tuple:
@@ -136,9 +121,4 @@ def jit_kernels(module: str, names: Sequence[str]) -> tuple:
     (0.2778551790968831, 0.16970325787498433)
     """
     source = importlib.import_module(module)
-    kernels = []
-    for name in names:
-        compiled = _jit(getattr(source, name), module)
-        kernels.append(compiled if _typed(compiled, getattr(source, name))
-                       else _composed(source, name))
-    return tuple(kernels)
+    return tuple(_composed(source, name) for name in names)

@@ -10,14 +10,14 @@ step is a :class:`DomainError` at the crossing time.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._contract import SettledRule
 from .._crossing import root_in_step
 from .._driver import _T_MAX, Problem
-from .._integrate import _why_not_reached
+from .._integrate import output_times, trajectory
 from .._lsoda import _MAX_STEPS
 from .._params import ParameterError
 from .._trajectory import DomainError, SolverStats, Trajectory
@@ -79,9 +79,10 @@ class BdfSolution:
 
 
 def _twin_for(model, params, variant, problem: Problem):
-    """The twin (with the model's native stop rule, if it declares one) and the rule's constants."""
-    declare = getattr(model, "native_settled", None)
-    rule = declare(params, variant) if callable(declare) else None
+    """The twin (with the model's stop rule compiled in, if it is a :class:`SettledRule`) and
+    the rule's constants."""
+    rule = model.settled(params, variant)
+    rule = rule if isinstance(rule, SettledRule) else None
     twin = load_twin(problem.system, rule)
     constants = np.array([float(v) for v in rule.constants.values()] if rule else [0.0])
     return twin, constants
@@ -234,8 +235,7 @@ def solve_native(model, params, variant, solver, thresholds, problem: Problem) -
     twin, constants = _twin_for(model, params, variant, problem)
     leg, t_end = _integrate(twin, problem, constants)
     r, system, args = leg.record, problem.system, leg.args
-    dense = BdfSolution(twin, r)
-    t = np.concatenate([[0.0], np.geomspace(min(1e-3, t_end / 10), t_end, solver.n_output)])
+    t = output_times(t_end, solver.n_output)
     y = np.empty((t.size, problem.y0.size))
     twin.dense_into(t, r.ts, r.hs, r.orders, r.ds, r.count, y)
     y[0] = problem.y0
@@ -250,13 +250,9 @@ def solve_native(model, params, variant, solver, thresholds, problem: Problem) -
     # Steps past t_end (a chunk's overshoot under the Python stop rule) are not the run's.
     phases = {c.name: float(v) if v <= t_end else math.nan
               for c, v in zip(crossings, times, strict=True)}
-    unreached = {c.name: _why_not_reached(c, series, t_end) for c in crossings
-                 if not math.isfinite(phases[c.name])}
-    for name in model.nonnegative:  # as the pure path: a loss's round-off below zero
-        series[name] = np.maximum(series[name], 0.0)
-    steps = int(np.searchsorted(r.ts[:r.count], t_end)) + 1
     iws = leg.iws
     stats = SolverStats("BDF (native)", solver.rtol, solver.atol, nfev=int(iws[twin.I_NFEV]),
-                        njev=int(iws[twin.I_NJEV]), nlu=int(iws[twin.I_NLU]), steps=steps - 1)
-    return Trajectory(model.name, variant, model.variant_option, params, solver, thresholds, t,
-                      series, phases, stats, dense, system, unreached)
+                        njev=int(iws[twin.I_NJEV]), nlu=int(iws[twin.I_NLU]),
+                        steps=int(np.searchsorted(r.ts[:r.count], t_end)))
+    return trajectory(model, (params, variant, solver, thresholds), problem, t, series,
+                      (crossings, phases), stats, BdfSolution(twin, r))

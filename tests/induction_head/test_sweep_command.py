@@ -59,7 +59,7 @@ def test_cli_sweep_writes_one_line_per_setting_and_a_rerun_skips_all(tmp_path):
     # The worker's result is exactly what solve() gives in this process.
     linear = next(r for r in records if r["setting"] == {
         "model": "induction_head", "closure": "linear", "sigma": 1e-3, "L": 20, "alpha": 0.5,
-        "wstar": 0.3, "rtol": 1e-9})
+        "wstar": 0.3, "rtol": 1e-9, "backend": "python"})
     from reduced_odes import SolverConfig
     here = solve(ModelParams(L=20, alpha=0.5, wstar=0.3, sigma=1e-3), "linear",
                  SolverConfig(rtol=1e-9)).phases

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..._contract import Crossing, Model
+from ..._contract import Crossing, Model, SettledRule
 from ..._params import Parameters, parameter, positive
 
 __all__ = ["MODEL", "DeepLinear", "DeepLinearParams"]
@@ -74,8 +74,7 @@ class DeepLinear(Model):
 
     def settled(self, params, variant):
         # u within 1e-9 (relative) of s, in the log coordinates: ln a + ln b = ln s.
-        target = math.log(params.s)
-        return lambda y: abs(y[0] + y[1] - target) - 1e-9
+        return SettledRule("abs(log_a + log_b - target) - 1e-9", {"target": math.log(params.s)})
 
     def horizon(self, params, variant):
         return 10 * (1 + math.log(params.s / params.sigma**2)) / params.s

@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..._contract import Crossing, Model
+from ..._contract import Crossing, Model, SettledRule
 from .params import CLOSURE_WSTAR_LIMITS, ModelParams, PhaseThresholds
 
 __all__ = ["CLOSURE_WSTAR_LIMITS", "MODEL", "InductionHead", "ModelParams", "PhaseThresholds",
@@ -100,8 +100,8 @@ class InductionHead(Model):
             crossings.append(Crossing(name, "log_w_kq", math.log(fraction * params.wstar)))
         return crossings
 
-    def settled(self, params: ModelParams, variant: str):
-        """``f(t, y) <= 0`` once both blocks are in their final regimes.
+    def settled(self, params: ModelParams, variant: str) -> SettledRule:
+        """``<= 0`` once both blocks are in their final regimes.
 
         The induction-head block: ``|ln w_kq - ln w*| <= NEAR_FIXED_POINT``.  The 4-gram
         block: learned (``L_G4`` below the T_I fraction of its start, so that the early rise
@@ -113,23 +113,15 @@ class InductionHead(Model):
         from ..._compile import load_system
 
         system = load_system(self, variant)
-        observables, args = system.observables, self.parameter_values(params, variant)
-        g4, target = system.observable_names.index("L_G4"), math.log(params.wstar)
-        learned = PhaseThresholds().four_gram * observables(
-            self.initial_state(params, variant), *args)[g4]
-
-        def rule(t: float, y) -> float:
-            try:
-                loss = observables(y, *args)[g4]
-            except (ValueError, ArithmeticError):  # a trial state outside the domain
-                return math.inf
-            if loss <= FOUR_GRAM_FLOOR:
-                four_gram = -1.0
-            else:
-                four_gram = max(abs(4 * t * loss - 1) - FOUR_GRAM_TAIL, loss - learned)
-            return max(abs(y[3] - target) - NEAR_FIXED_POINT, four_gram)
-
-        return rule
+        g4 = system.observable_names.index("L_G4")
+        start = system.observables(self.initial_state(params, variant),
+                                   *self.parameter_values(params, variant))[g4]
+        return SettledRule(
+            "max(abs(log_w_kq - target) - near, -1.0 if L_G4 <= floor else "
+            "max(abs(4 * t * L_G4 - 1) - tail, L_G4 - learned))",
+            {"target": math.log(params.wstar), "near": NEAR_FIXED_POINT,
+             "floor": FOUR_GRAM_FLOOR, "tail": FOUR_GRAM_TAIL,
+             "learned": PhaseThresholds().four_gram * start})
 
     def horizon(self, params: ModelParams, variant: str) -> float:
         """``1e3 L / alpha^2`` (the 4-gram's time scale is ``1/alpha^2``), at most 1e18."""
