@@ -2,19 +2,26 @@
 
 Run from the repository root (needs numba, the ``[fast]`` extra)::
 
-    python benchmarks/bench_native.py [--repeat 21]
+    python benchmarks/bench_native.py [--repeat 21] [--skip-compile] [--skip-pure-sweep]
 
 Reports, at the default induction-head setting (L=200, alpha=0.5, w*=0.3,
-sigma=1e-4, rtol 1e-10): the per-trajectory time of ``solve`` on each path and
-their ratio; the native steps at L = 1e7 over those at L = 1e2; the first
-compile (a fresh cache, in a subprocess) and the cold start with numba's cache
-warm (a subprocess: import, load, one trajectory).
+sigma=1e-4, rtol 1e-10):
+
+* the per-trajectory time of ``solve`` on each backend and their ratio;
+* the steps at L = 1e7 over those at L = 1e2, on each backend;
+* the first compile: a subprocess with the derivations cached but no machine code;
+* the cold start with numba's cache warm (a subprocess: import, load, one
+  trajectory), next to numba's own floor measured the same way (import numba,
+  load one cached trivial function, call it);
+* ``reduced-odes sweep`` of ``benchmarks/grid_1000.toml`` on 2 workers, native
+  and pure, from the command line as a user runs it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -31,6 +38,10 @@ _ONE_RUN = ("import sys, time; t0 = time.perf_counter(); sys.path[:0] = [{root!r
             "from reduced_odes.models import get_model; m = get_model('induction_head'); "
             "solve(m.make_params({params!r}), solver=SolverConfig(backend='numba'), model=m); "
             "print(time.perf_counter() - t0)")
+_FLOOR = ("import time; t0 = time.perf_counter()\n"
+          "import numpy as np\nfrom numba import njit\n"
+          "@njit(cache=True)\ndef f(x):\n    return x.sum()\n"
+          "f(np.ones(3)); print(time.perf_counter() - t0)\n")
 
 
 def _median(fn, repeat: int) -> float:
@@ -42,20 +53,43 @@ def _median(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def _subprocess_seconds(cache: str) -> float:
+def _seconds(argv: list[str], cache: str) -> float:
+    """The last line a subprocess prints, as a float (its own clock)."""
     env = dict(os.environ, REDUCED_ODES_CACHE=cache)
-    code = _ONE_RUN.format(root=str(ROOT), params=PARAMS)
-    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
-                         text=True)
+    out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True)
     return float(out.stdout.strip().splitlines()[-1])
+
+
+def _wall(argv: list[str], cache: str) -> float:
+    env = dict(os.environ, REDUCED_ODES_CACHE=cache, PYTHONPATH=str(ROOT))
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, check=True, capture_output=True, text=True)
+    return time.perf_counter() - start
+
+
+def _derivations_only(warm: Path, fresh: Path) -> None:
+    """``fresh``: the warm cache's derivations, without any native twin or machine code."""
+    for path in warm.glob("*"):
+        if path.is_file() and not path.name.startswith("native-"):
+            shutil.copy2(path, fresh / path.name)
+
+
+def _sweep(backend: str, cache: str, out: Path) -> float:
+    out.unlink(missing_ok=True)
+    return _wall([sys.executable, "-m", "reduced_odes", "sweep", "--grid",
+                  str(ROOT / "benchmarks" / "grid_1000.toml"), "--out", str(out),
+                  "--workers", "2", "--backend", backend, "--no-progress"], cache)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=21)
-    parser.add_argument("--skip-compile", action="store_true", help="no fresh-cache compile")
+    parser.add_argument("--skip-compile", action="store_true", help="no first-compile run")
+    parser.add_argument("--skip-pure-sweep", action="store_true",
+                        help="no pure-Python sweep (it takes about a minute)")
     options = parser.parse_args()
     from reduced_odes import SolverConfig, solve
+    from reduced_odes._compile import cache_dir
     from reduced_odes.models import get_model
 
     model = get_model("induction_head")
@@ -64,19 +98,35 @@ def main() -> None:
     solve(params, solver=native_config, model=model)  # compile or load once
     native = _median(lambda: solve(params, solver=native_config, model=model), options.repeat)
     pure = _median(lambda: solve(params, model=model), options.repeat)
-    steps = [solve(model.make_params({**PARAMS, "L": L}), solver=native_config,
-                   model=model).stats.steps for L in (1e2, 1e7)]
-    print(f"per trajectory: native {native * 1e3:.3f} ms, pure {pure * 1e3:.2f} ms, "
+    print(f"per trajectory: native {native * 1e3:.2f} ms, pure {pure * 1e3:.1f} ms, "
           f"ratio {pure / native:.1f}x (target <= 1 ms and >= 15x)")
-    print(f"native steps L=1e7 / L=1e2: {steps[1]} / {steps[0]} = {steps[1] / steps[0]:.3f} "
-          f"(target <= 1.15)")
-    warm = str(Path(os.environ.get("REDUCED_ODES_CACHE", Path.home() / ".cache/reduced-odes")))
+    for label, config in (("native", native_config), ("pure", SolverConfig())):
+        steps = [solve(model.make_params({**PARAMS, "L": L}), solver=config,
+                       model=model).stats.steps for L in (1e2, 1e7)]
+        print(f"{label} steps L=1e7 / L=1e2: {steps[1]} / {steps[0]} = "
+              f"{steps[1] / steps[0]:.3f} (target <= {1.15 if label == 'native' else 1.3})")
+    warm = cache_dir()
+    one_run = [sys.executable, "-c", _ONE_RUN.format(root=str(ROOT), params=PARAMS)]
     if not options.skip_compile:
         with tempfile.TemporaryDirectory() as fresh:
-            print(f"first compile (fresh cache, incl. start-up): "
-                  f"{_subprocess_seconds(fresh):.1f} s (target <= 20 s)")
+            _derivations_only(warm, Path(fresh))
+            print(f"first compile (import, compile, one trajectory): "
+                  f"{_seconds(one_run, fresh):.1f} s (target <= 20 s)")
+    with tempfile.TemporaryDirectory() as floor_dir:
+        script = Path(floor_dir) / "floor.py"
+        script.write_text(_FLOOR)
+        _seconds([sys.executable, str(script)], str(warm))  # numba caches it beside the file
+        floor = _seconds([sys.executable, str(script)], str(warm))
     print(f"cold start, numba cache warm (import + load + one trajectory): "
-          f"{_subprocess_seconds(warm):.2f} s (target <= 1 s)")
+          f"{_seconds(one_run, str(warm)):.2f} s (target <= 1 s); numba's own floor "
+          f"(import, one cached function): {floor:.2f} s")
+    with tempfile.TemporaryDirectory() as tmp:
+        native_sweep = _sweep("numba", str(warm), Path(tmp) / "native.jsonl")
+        line = f"sweep of grid_1000.toml, 2 workers: native {native_sweep:.1f} s (target <= 3 s)"
+        if not options.skip_pure_sweep:
+            pure_sweep = _sweep("python", str(warm), Path(tmp) / "pure.jsonl")
+            line += f", pure {pure_sweep:.1f} s, ratio {pure_sweep / native_sweep:.1f}x"
+        print(line)
 
 
 if __name__ == "__main__":

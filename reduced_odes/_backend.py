@@ -20,7 +20,7 @@ import sys
 from ._params import ParameterError
 
 __all__ = ["BACKENDS", "NATIVE_MIN_SETTINGS", "for_job", "native_available",
-           "preferred_backend", "resolve"]
+           "preferred_backend", "prepare", "resolve"]
 
 BACKENDS = ("python", "numba", "auto")
 #: Settings from which ``auto`` compiles natively: a first compile costs about as much as
@@ -94,3 +94,22 @@ def for_job(backend: str, settings: int) -> str:
     print(f"reduced-odes: {settings} settings on the pure-Python path; the native backend "
           f"runs them several times faster: {_INSTALL}", file=sys.stderr)
     return "python"
+
+
+def prepare(model, variants, backend: str) -> None:
+    """Derive and compile here, once, what a job's workers load: each variant's system and,
+    for the native backend, its twin's machine code (else every worker would compile it).
+
+    Examples
+    --------
+    >>> from reduced_odes.models import get_model
+    >>> prepare(get_model("deep_linear"), ["default"], "python")
+    """
+    from ._compile import load_system
+
+    for variant in variants:
+        load_system(model, variant)
+        if backend == "numba":
+            from ._native import warm
+
+            warm(model, variant)

@@ -155,24 +155,25 @@ def _versions() -> str:
 
 
 def model_sources(model) -> tuple[Path, ...]:
-    """The files whose bytes key a model's derivation: its package, or its lone file."""
-    return _sources_of(type(model))
-
-
-@functools.cache
-def _sources_of(cls: type) -> tuple[Path, ...]:
-    # Listed once per process (a directory walk costs more than a native trajectory); the
-    # files' bytes are still re-checked on every call through their stat stamps.
-    source = Path(inspect.getfile(cls)).resolve()
+    """The files whose bytes key a model's derivation (a model or its class): its package,
+    or its lone file."""
+    source = Path(inspect.getfile(model if isinstance(model, type) else type(model))).resolve()
     if (source.parent / "__init__.py").exists() and source.parent != _PACKAGE_DIR:
         return tuple(sorted(source.parent.rglob("*.py")))
     return (source,)
 
 
+@functools.cache
+def _key_files(model_class: type) -> tuple[str, ...]:
+    # Listed once per process (a directory walk costs more than a native trajectory); the
+    # files' bytes are still re-checked on every call through their stat stamps.
+    return tuple(str(p) for p in (*(_PACKAGE_DIR / name for name in _ENGINE_SOURCES),
+                                  *model_sources(model_class)))
+
+
 def derivation_key(model, variant: str, extra: str = "") -> str:
     """Hash of what a derivation depends on: model, variant, versions, source bytes."""
-    files = tuple(_PACKAGE_DIR / name for name in _ENGINE_SOURCES) + model_sources(model)
-    stamps = tuple((str(path), *_stat(path)) for path in files)
+    stamps = tuple((path, *_stat(path)) for path in _key_files(type(model)))
     return _derivation_key_of(f"{model.name}|{variant}|{extra}", _versions(), CODEGEN_VERSION,
                               stamps)
 

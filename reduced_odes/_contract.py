@@ -81,7 +81,7 @@ class SettledRule:
             names = dict(zip(coordinates, y, strict=True), t=t, **constants)
             if reads_observables:
                 try:
-                    names.update(zip(observable_names, observables(y, *args)))
+                    names.update(zip(observable_names, observables(y, *args), strict=False))  # then margins
                 except (ValueError, ArithmeticError):  # a trial state outside the domain
                     return math.inf
             return eval(code, scope, names)  # noqa: S307  (the model's own expression)

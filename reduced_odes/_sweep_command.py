@@ -98,8 +98,7 @@ def solve_setting(setting: dict[str, Any]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``reduced-odes sweep``; see the module docstring for the exit status."""
-    from ._backend import for_job
-    from ._compile import load_system
+    from ._backend import for_job, prepare
     from ._params import ParameterError, SolverConfig
     from ._provenance import platform_stamp, versions
     from ._registry import reference
@@ -128,8 +127,8 @@ def run(args: argparse.Namespace) -> int:
                 "solver_defaults": SolverConfig().as_dict(),
                 "grid": os.path.abspath(args.grid)}
     with run_executor(args) as (executor, workers):
-        for variant in sorted({s[model.variant_option] for s in settings}):
-            load_system(model, variant)  # derive and compile once here, not in every worker
+        prepare(model, sorted({s[model.variant_option] for s in settings}),
+                backend)  # derive and compile once here, not in every worker
         report = run_sweep(settings, solve_setting, args.out, executor=executor,
                            max_workers=workers, progress=args.progress, metadata=metadata)
     print(f"sweep: {report.total} settings, {report.skipped} already done, "

@@ -162,8 +162,8 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     >>> report.passed  # doctest: +SKIP
     True
     """
-    from ._backend import for_job
-    from ._compile import atomic_write, load_system
+    from ._backend import for_job, prepare
+    from ._compile import atomic_write
     from ._registry import get_model, reference
     from ._results import dumps_record
     from ._sweep import run_sweep
@@ -176,12 +176,11 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     variants = list(model.variants) if variant in (None, "all") else [
         model.resolve_variant(variant)]
     settings, skipped = model.verify_settings(grid, variants)
-    for name in variants:
-        load_system(model, name)  # derive and compile once here, not in every worker
+    backend = for_job(backend, len(settings))
+    prepare(model, variants, backend)  # derive and compile once here, not in every worker
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="reduced-odes-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     raw = out_dir / f"verify-{grid}.jsonl"
-    backend = for_job(backend, len(settings))
     metadata = {"versions": versions(), "solver": SolverConfig(backend=backend).as_dict()}
     ref = reference(model)
     sweep = run_sweep([{"model": ref, **s} for s in settings],

@@ -53,9 +53,11 @@ from collections import namedtuple
 
 import numpy as np
 from numba import njit
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 # Bound by the twin module that embeds this source (its generated functions follow).
-rhs = jac = margins = state = observables = settled = settled_into = None
+rhs = jac = margins = state = observables = settled_into = None
 N_MARGINS = N_SERIES = 0
 
 MAX_ORDER = 5
@@ -69,9 +71,9 @@ ALPHA = (1 - _KAPPA) * GAMMA
 ERROR_CONST = _KAPPA * GAMMA + 1 / np.arange(1, MAX_ORDER + 2)
 
 # Float workspace slots, int workspace slots, and the statuses of ``advance``.
-F_T, F_H_ABS, F_BOUND, F_SETTLE = 0, 1, 2, 3
-I_ORDER, I_EQUAL, I_NFEV, I_NJEV, I_NLU, I_LU_OK, I_STEPS, I_INSIDE = range(8)
-REACHED, SETTLED, FULL, EDGE, TOO_SMALL = range(5)
+F_T, F_H_ABS, F_BOUND, F_SETTLE, F_SETTLED_AT = range(5)
+I_ORDER, I_EQUAL, I_NFEV, I_NJEV, I_NLU, I_LU_OK, I_STEPS = range(7)
+REACHED, SETTLED, FULL, EDGE, TOO_SMALL, STARTED_SETTLED = range(6)
 
 _JIT = dict(cache=True, error_model="numpy", nogil=True)
 #: The step's helpers are inlined into ``_step`` by numba: a call between numba functions
@@ -79,7 +81,27 @@ _JIT = dict(cache=True, error_model="numpy", nogil=True)
 _INLINE = dict(_JIT, inline="always")
 
 
-@njit(**_INLINE)
+@intrinsic
+def _borrowed(typingctx, array):
+    """``array`` as a view without a reference count (its meminfo NULL).
+
+    Numba increfs and decrefs every array passed between its functions, with an
+    atomic operation each time; on views like this one those calls return at
+    once.  In a step they cost more than the arithmetic, so each entry point
+    borrows its arrays, which its caller keeps alive for the whole call."""
+
+    def codegen(context, builder, signature, args):
+        source = context.make_array(signature.args[0])(context, builder, value=args[0])
+        view = context.make_array(signature.return_type)(context, builder)
+        cgutils.copy_struct(view, source)
+        view.meminfo = cgutils.get_null_value(view.meminfo.type)
+        view.parent = cgutils.get_null_value(view.parent.type)
+        return view._getvalue()
+
+    return array(array), codegen
+
+
+@njit(**_JIT)
 def _norm(x, scale):
     """RMS norm of ``x / scale``."""
     acc = 0.0
@@ -88,7 +110,7 @@ def _norm(x, scale):
     return math.sqrt(acc / x.size)
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _norm_times(c, x, scale):
     """RMS norm of ``c x / scale`` (no temporary for ``c x``)."""
     acc = 0.0
@@ -97,14 +119,14 @@ def _norm_times(c, x, scale):
     return math.sqrt(acc / x.size)
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _scale_of(y, rtol, atol, scale):
     """``scale`` <- ``atol + rtol |y|``."""
     for i in range(y.size):
         scale[i] = atol + rtol * abs(y[i])
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _compute_r(order, factor, m):
     """``m[:order + 1, :order + 1]`` <- SciPy's ``compute_R(order, factor)``."""
     for j in range(order + 1):
@@ -115,7 +137,7 @@ def _compute_r(order, factor, m):
             m[i, j] = m[i - 1, j] * (i - 1 - factor * j) / i
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _change_d(d, order, factor, ws):
     """Change the differences array in place when the step size changes.
 
@@ -141,7 +163,7 @@ def _change_d(d, order, factor, ws):
             d[j, col] = rows[j, col]
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _lu_factor(a, piv):
     """In-place LU with partial pivoting (LAPACK's getrf for a small dense matrix)."""
     n = a.shape[0]
@@ -161,7 +183,7 @@ def _lu_factor(a, piv):
                     a[i, j] -= a[i, k] * a[k, j]
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _lu_solve(lu, piv, x):
     """Solve ``LU x = b`` in place (``x`` holds ``b`` on entry)."""
     n = x.size
@@ -178,26 +200,31 @@ def _lu_solve(lu, piv, x):
         x[i] /= lu[i, i]
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _all_finite(x):
-    for v in x.flat:
+    for v in x.ravel():
         if not math.isfinite(v):
             return False
     return True
 
 
 @njit(**_JIT)
-def _initial_step(t0, y0, f0, t_bound, rtol, atol, args, iws):
-    """SciPy's ``select_initial_step`` (Hairer, Norsett & Wanner, Sec. II.4), order 1."""
+def _initial_step(t0, t_bound, rtol, atol, args, iws, ws):
+    """SciPy's ``select_initial_step`` (Hairer, Norsett & Wanner, Sec. II.4), order 1, at
+    ``(t0, ws.y)`` with ``ws.f = f(t0, y0)``."""
+    y0, f0, scale, trial_y, f1 = ws.y, ws.f, ws.scale, ws.y_predict, ws.dy
     interval = abs(t_bound - t0)
-    scale = atol + np.abs(y0) * rtol
+    _scale_of(y0, rtol, atol, scale)
     d0, d1 = _norm(y0, scale), _norm(f0, scale)
     h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
     h0 = min(h0, interval)
-    f1 = np.empty_like(y0)
-    rhs(t0 + h0, y0 + h0 * f0, args, f1)
+    for i in range(y0.size):
+        trial_y[i] = y0[i] + h0 * f0[i]
+    rhs(t0 + h0, trial_y, args, f1)
     iws[I_NFEV] += 1
-    d2 = _norm(f1 - f0, scale) / h0
+    for i in range(y0.size):
+        f1[i] -= f0[i]
+    d2 = _norm(f1, scale) / h0
     if d1 <= 1e-15 and d2 <= 1e-15:
         h1 = max(1e-6, h0 * 1e-3)
     else:
@@ -206,19 +233,23 @@ def _initial_step(t0, y0, f0, t_bound, rtol, atol, args, iws):
 
 
 @njit(**_JIT)
-def start(t0, y0, t_bound, rtol, atol, args, fws, iws, d, jm):
-    """Initialise the workspaces at ``(t0, y0)``: ``D[0] = y0``, ``D[1] = h f0``, order 1."""
-    f0 = np.empty_like(y0)
-    rhs(t0, y0, args, f0)
+def _start(rtol, atol, args, fws, iws, d, jm, ws):
+    """Initialise at ``(fws[F_T], d[0])``: ``D[1] = h f0``, order 1, the first Jacobian."""
+    t0, n = fws[F_T], d.shape[1]
+    for i in range(n):
+        ws.y[i] = d[0, i]
+    rhs(t0, ws.y, args, ws.f)
     iws[I_NFEV] += 1
-    h_abs = _initial_step(t0, y0, f0, t_bound, rtol, atol, args, iws)
-    d[:] = 0.0
-    d[0] = y0
-    d[1] = f0 * h_abs
-    fws[F_T], fws[F_H_ABS] = t0, h_abs
+    h_abs = _initial_step(t0, fws[F_BOUND], rtol, atol, args, iws, ws)
+    for i in range(n):
+        d[1, i] = ws.f[i] * h_abs
+        for j in range(2, d.shape[0]):
+            d[j, i] = 0.0
+        for j in range(n):
+            jm[i, j] = np.nan  # SciPy evaluates the Jacobian once at the start
+    fws[F_H_ABS] = h_abs
     iws[I_ORDER], iws[I_EQUAL], iws[I_LU_OK] = 1, 0, 0
-    jm[:] = np.nan  # SciPy evaluates the Jacobian once at the start
-    _jacobian(t0, y0, args, jm, iws, np.empty_like(jm))
+    _jacobian(t0, ws.y, args, jm, iws, ws.trial)
 
 
 #: One native call's scratch arrays, so that no step allocates: vectors of the state's
@@ -227,16 +258,30 @@ _Workspace = namedtuple("_Workspace", ["y_predict", "psi", "scale", "y", "dd", "
                                        "trial", "r", "u", "ru", "rows", "buffer"])
 
 
-@njit(**_JIT)
-def _workspace(n):
+def scratch_size(n):
+    """The length of the flat scratch array that :func:`_workspace` divides up."""
     size = MAX_ORDER + 1
-    return _Workspace(np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n),
-                      np.empty(n), np.empty(n), np.empty((n, n)), np.empty((size, size)),
-                      np.empty((size, size)), np.empty((size, size)), np.empty((size, n)),
-                      np.empty(max(N_SERIES, N_MARGINS, 1)))
+    return 7 * n + n * n + 3 * size * size + size * n + max(N_SERIES, N_MARGINS, 1)
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
+def _workspace(scratch, n):
+    """The workspace's arrays: borrowed views of ``scratch`` (allocated by the caller)."""
+    s = _borrowed(scratch)
+    size = MAX_ORDER + 1
+    v = s[:7 * n].reshape((7, n))
+    k = 7 * n
+    trial = s[k:k + n * n].reshape((n, n))
+    k += n * n
+    mats = s[k:k + 3 * size * size].reshape((3, size, size))
+    k += 3 * size * size
+    rows = s[k:k + size * n].reshape((size, n))
+    k += size * n
+    return _Workspace(v[0], v[1], v[2], v[3], v[4], v[5], v[6], trial, mats[0], mats[1],
+                      mats[2], rows, s[k:])
+
+
+@njit(**_JIT)
 def _newton(t_new, c, lu, piv, tol, args, iws, ws):
     """SciPy's ``solve_bdf_system``: simplified Newton on the BDF equations.
 
@@ -272,16 +317,18 @@ def _newton(t_new, c, lu, piv, tol, args, iws, ws):
     return converged, k + 1
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _jacobian(t, y, args, jm, iws, trial):
     """``jm`` <- the Jacobian at ``(t, y)``, unless it is not finite (then the last one stays)."""
     jac(t, y, args, trial)
     iws[I_NJEV] += 1
     if _all_finite(trial):
-        jm[:] = trial
+        for i in range(jm.shape[0]):
+            for j in range(jm.shape[1]):
+                jm[i, j] = trial[i, j]
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _predict(d, order, c_alpha, ws):
     """``ws.y_predict`` <- sum of ``d[:order + 1]``; ``ws.psi`` <- SciPy's ``psi``."""
     n = d.shape[1]
@@ -295,7 +342,7 @@ def _predict(d, order, c_alpha, ws):
         ws.psi[i] = ps / c_alpha
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _factor(c, jm, lu, piv, iws):
     """``lu`` <- the LU factors of ``I - c J``."""
     n = jm.shape[0]
@@ -308,7 +355,7 @@ def _factor(c, jm, lu, piv, iws):
     iws[I_LU_OK] = 1
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _step(rtol, atol, args, fws, iws, d, jm, lu, piv, ws):
     """One accepted step of SciPy's ``BDF._step_impl``; False if the step became too small."""
     t, t_bound, order = fws[F_T], fws[F_BOUND], iws[I_ORDER]
@@ -370,7 +417,7 @@ def _step(rtol, atol, args, fws, iws, d, jm, lu, piv, ws):
     return True
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _accept(d, order, dd):
     """SciPy's update of the differences after an accepted step."""
     for i in range(d.shape[1]):
@@ -381,7 +428,7 @@ def _accept(d, order, dd):
             d[j, i] += d[j + 1, i]
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _choose_order(order, error_norm, safety, fws, iws, d, ws):
     """SciPy's order and step-size change after ``order + 1`` steps of equal size."""
     scale = ws.scale
@@ -401,7 +448,7 @@ def _choose_order(order, error_norm, safety, fws, iws, d, ws):
     iws[I_LU_OK] = 0
 
 
-@njit(**_INLINE)
+@njit(**_JIT)
 def _outside(y, args, buffer):
     """Whether ``y`` violates a domain condition (a margin ``<= 0``)."""
     margins(y, args, buffer)
@@ -412,16 +459,26 @@ def _outside(y, args, buffer):
 
 
 @njit(**_JIT)
-def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, ds, limit):
+def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, ds, limit,
+            scratch):
     """Step until ``t`` reaches ``fws[F_BOUND]``, the state settles, the domain edge is
-    crossed, ``limit`` steps are recorded, or the step becomes too small.
+    crossed, ``limit`` steps are recorded, or the step becomes too small; the status.
 
-    Step ``k`` (``1 <= k < limit``) is recorded as ``ts[k]``, ``hs[k]``, ``orders[k]``
-    and ``ds[k]`` (the differences of its interpolant); ``fws[F_SETTLE] >= 0``
-    means settling is watched with the generated rule (``iws[I_INSIDE]``: the
-    state has not yet left the settled set since the start).
+    The first call (``iws[I_ORDER] == 0``) starts at ``(fws[F_T], d[0])``.  Step
+    ``k`` (``1 <= k < limit``) is recorded as ``ts[k]``, ``hs[k]``, ``orders[k]``
+    and ``ds[k]`` (the differences of its interpolant).  ``fws[F_SETTLE] >= 0``
+    means settling is watched with the generated rule: ``STARTED_SETTLED`` if it
+    holds at the start, else ``SETTLED`` at the first step where it holds, with
+    ``fws[F_SETTLED_AT]`` the time in that step where it turns ``<= 0``.
     """
-    ws = _workspace(d.shape[1])
+    ws = _workspace(scratch, d.shape[1])
+    args, consts, fws, iws = _borrowed(args), _borrowed(consts), _borrowed(fws), _borrowed(iws)
+    d, jm, lu, piv = _borrowed(d), _borrowed(jm), _borrowed(lu), _borrowed(piv)
+    ts, hs, orders, ds = _borrowed(ts), _borrowed(hs), _borrowed(orders), _borrowed(ds)
+    if iws[I_ORDER] == 0:
+        _start(rtol, atol, args, fws, iws, d, jm, ws)
+        if fws[F_SETTLE] >= 0 and settled_into(fws[F_T], ws.y, args, consts, ws.buffer) <= 0:
+            return STARTED_SETTLED
     k = iws[I_STEPS]
     while k + 1 < limit:
         if fws[F_T] >= fws[F_BOUND]:
@@ -441,12 +498,9 @@ def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, 
                 ds[k, j, i] = d[j, i] if j <= order else 0.0
         if N_MARGINS and _outside(y, args, ws.buffer):
             return EDGE
-        if fws[F_SETTLE] >= 0:
-            near = settled_into(fws[F_T], y, args, consts, ws.buffer) <= 0
-            if near and iws[I_INSIDE] == 0:
-                return SETTLED
-            if not near:
-                iws[I_INSIDE] = 0
+        if fws[F_SETTLE] >= 0 and settled_into(fws[F_T], y, args, consts, ws.buffer) <= 0:
+            fws[F_SETTLED_AT] = _settle_time(args, consts, ts, hs, orders, ds, k, ws)
+            return SETTLED
     return FULL
 
 
@@ -454,21 +508,26 @@ def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, 
 def _dense_at(t, k, ts, hs, orders, ds, y):
     """``y`` <- the interpolant of step ``k`` (ending at ``ts[k]``) at ``t``."""
     order = orders[k]
-    y[:] = ds[k, 0]
+    for i in range(y.size):
+        y[i] = ds[k, 0, i]
     p = 1.0
     for j in range(order):
         p *= (t - (ts[k] - hs[k] * j)) / (hs[k] * (1 + j))
-        y += ds[k, j + 1] * p
+        for i in range(y.size):
+            y[i] += ds[k, j + 1, i] * p
 
 
 @njit(**_JIT)
 def dense_into(times, ts, hs, orders, ds, count, out):
     """``out[i]`` <- the dense output at ``times[i]`` (steps ``1..count-1`` recorded)."""
+    times, ts, hs, orders, ds = (_borrowed(times), _borrowed(ts), _borrowed(hs),
+                                 _borrowed(orders), _borrowed(ds))
     y = np.empty(ds.shape[2])
     for i in range(times.size):
         k = min(max(np.searchsorted(ts[:count], times[i]), 1), count - 1)
         _dense_at(times[i], k, ts, hs, orders, ds, y)
-        out[i] = y
+        for j in range(y.size):
+            out[i, j] = y[j]
 
 
 @njit(**_JIT)
@@ -523,24 +582,37 @@ def _root_in_step(k, kind, index, level, sign, args, ts, hs, orders, ds):
 
 
 @njit(**_JIT)
-def crossings(kinds, indices, levels, signs, args, ts, hs, orders, ds, ys, count, out):
-    """``out[c]`` <- the first time crossing ``c`` happens (NaN: never), from the steps."""
-    buffer = np.empty(N_SERIES)
-    for c in range(kinds.size):
-        out[c] = np.nan
-        for k in range(count):
-            g = signs[c] * (_quantity(ys[k], kinds[c], indices[c], args, buffer) - levels[c])
-            if g >= 0:
+def crossings(kinds, indices, levels, signs, args, ts, hs, orders, ds, count, out):
+    """``out[c]`` <- the first time crossing ``c`` happens (NaN: never), from the steps.
+
+    One pass over the steps, each step's series evaluated once for every pending crossing."""
+    args, ts, hs, orders, ds = (_borrowed(args), _borrowed(ts), _borrowed(hs),
+                                _borrowed(orders), _borrowed(ds))
+    y = np.empty(ds.shape[2])
+    buffers = np.empty((2, max(N_SERIES, 1)))
+    pending = kinds.size
+    out[:] = np.nan
+    for k in range(count):
+        for i in range(y.size):
+            y[i] = ds[k, 0, i]
+        state(y, args, buffers[0])
+        observables(y, args, buffers[1])
+        for c in range(kinds.size):
+            if not math.isnan(out[c]):
+                continue
+            value = y[indices[c]] if kinds[c] == 0 else buffers[kinds[c] - 1, indices[c]]
+            if signs[c] * (value - levels[c]) >= 0:
                 out[c] = ts[0] if k == 0 else _root_in_step(
                     k, kinds[c], indices[c], levels[c], signs[c], args, ts, hs, orders, ds)
-                break
+                pending -= 1
+        if pending == 0:
+            return
 
 
 @njit(**_JIT)
-def settle_time(args, consts, ts, hs, orders, ds, k):
+def _settle_time(args, consts, ts, hs, orders, ds, k, ws):
     """Where the generated stop rule turns ``<= 0`` inside step ``k``, by bisection."""
-    y = np.empty(ds.shape[2])
-    buffer = np.empty(max(N_SERIES, 1))
+    y, buffer = ws.dy, ws.buffer
     a, b = ts[k - 1], ts[k]
     _dense_at(a, k, ts, hs, orders, ds, y)
     if settled_into(a, y, args, consts, buffer) <= 0:
@@ -561,3 +633,19 @@ def series_into(ys, args, states, values):
     for i in range(ys.shape[0]):
         state(ys[i], args, states[i])
         observables(ys[i], args, values[i])
+
+
+@njit(**_JIT)
+def outputs(times, args, ts, hs, orders, ds, count, ys, states, values, kinds, indices,
+            levels, signs, crossed):
+    """A finished run's outputs: the dense output at ``times`` into ``ys`` (its first row
+    the initial state, its last the final step when they coincide), the series at those
+    rows, and the crossing times into ``crossed``."""
+    dense_into(times, ts, hs, orders, ds, count, ys)
+    last = ys.shape[0] - 1
+    for i in range(ys.shape[1]):
+        ys[0, i] = ds[0, 0, i]
+        if ts[count - 1] == times[last]:  # the last step exactly, not its interpolant
+            ys[last, i] = ds[count - 1, 0, i]
+    series_into(ys, args, states, values)
+    crossings(kinds, indices, levels, signs, args, ts, hs, orders, ds, count, crossed)

@@ -17,7 +17,7 @@ import numpy as np
 from .._contract import SettledRule
 from .._crossing import root_in_step
 from .._driver import _T_MAX, Problem
-from .._integrate import output_times, trajectory
+from .._integrate import _series_at, output_times, trajectory
 from .._lsoda import _MAX_STEPS
 from .._params import ParameterError
 from .._trajectory import DomainError, SolverStats, Trajectory
@@ -51,8 +51,10 @@ class _Record:
 
     def grown(self) -> _Record:
         size = 2 * self.ts.size
-        grow = (lambda a: np.concatenate([a, np.zeros((size - a.shape[0], *a.shape[1:]),
-                                                      a.dtype)]))
+
+        def grow(a: np.ndarray) -> np.ndarray:
+            return np.concatenate([a, np.zeros((size - a.shape[0], *a.shape[1:]), a.dtype)])
+
         return _Record(grow(self.ts), grow(self.hs), grow(self.orders), grow(self.ds),
                        self.count)
 
@@ -95,13 +97,13 @@ class _Leg:
         n = problem.y0.size
         self.twin, self.problem, self.constants = twin, problem, constants
         self.args = np.array(problem.args, dtype=float)
-        self.fws, self.iws = np.zeros(4), np.zeros(8, np.int64)
+        self.fws, self.iws = np.zeros(5), np.zeros(7, np.int64)
         self.d, self.jm = np.zeros((_D_ROWS, n)), np.zeros((n, n))
         self.lu, self.piv = np.zeros((n, n)), np.zeros(n, np.int64)
+        self.scratch = np.zeros(twin.scratch_size(n))
         self.record = _Record.empty(problem.y0, _CAPACITY)
+        self.d[0] = problem.y0  # the first native call starts here, at t = 0
         self.fws[twin.F_BOUND] = bound
-        twin.start(0.0, problem.y0.astype(float), bound, problem.rtol, problem.atol, self.args,
-                   self.fws, self.iws, self.d, self.jm)
 
     def advance(self, limit: int) -> int:
         """Native steps up to the workspaces' bound or ``limit`` recorded steps; the status."""
@@ -110,7 +112,7 @@ class _Leg:
             self.record = r = r.grown()
         status = self.twin.advance(p.rtol, p.atol, self.args, self.constants, self.fws,
                                    self.iws, self.d, self.jm, self.lu, self.piv, r.ts, r.hs,
-                                   r.orders, r.ds, limit)
+                                   r.orders, r.ds, limit, self.scratch)
         r.count = int(self.iws[self.twin.I_STEPS]) + 1
         if r.count > _MAX_STEPS:
             raise DomainError(f"native BDF stopped at t={r.ts[r.count - 1]:.6g}: more than "
@@ -131,8 +133,8 @@ def _python_settle(leg: _Leg, first: int) -> tuple[float, int] | None:
     r, settled = leg.record, leg.problem.settled
     for k in range(first, r.count):
         if settled(float(r.ts[k]), r.ds[k, 0]) <= 0:
-            segment = BdfSolution(leg.twin, r).segment(k - 1)
-            return root_in_step(lambda s: (s, segment(s)), lambda ty: -settled(*ty),
+            dense = BdfSolution(leg.twin, r)
+            return root_in_step(lambda s: (s, dense(s)), lambda ty: -settled(*ty),
                                 float(r.ts[k - 1]), float(r.ts[k])), k
     return None
 
@@ -145,21 +147,12 @@ def _raise_edge(leg: _Leg) -> None:
     raise p.edge_error(t_edge, segment(t_edge))
 
 
-def _settled_at_start(twin, problem: Problem, constants: np.ndarray) -> float:
-    """The stop rule at ``(0, y0)``: the native one if declared (it equals the Python one,
-    which may cost more to build than the whole run)."""
-    if twin.HAS_SETTLED_RULE:
-        return float(twin.settled(0.0, problem.y0.astype(float),
-                                  np.array(problem.args, dtype=float), constants))
-    return problem.settled(0.0, problem.y0)
-
-
 def _integrate(twin, problem: Problem, constants: np.ndarray) -> tuple[_Leg, float]:
     """Step until the end of the run; the integrator and the end time."""
     fixed = problem.t_end is not None
     native_rule = bool(twin.HAS_SETTLED_RULE)
-    if not fixed and _settled_at_start(twin, problem, constants) <= 0:
-        fixed = True  # started settled: to the first horizon
+    if not fixed and not native_rule and problem.settled(0.0, problem.y0) <= 0:
+        fixed = True  # started settled: to the first horizon (a native rule says so itself)
     leg = _Leg(twin, problem, constants, problem.t_end if problem.t_end else problem.horizon)
     leg.set_bound(leg.bound, watch=native_rule and not fixed)
     checked, t_end = 1, None
@@ -185,9 +178,13 @@ def _integrate(twin, problem: Problem, constants: np.ndarray) -> tuple[_Leg, flo
                 if r.ts[r.count - 1] >= t_end:
                     return leg, t_end
                 continue
+        if status == twin.STARTED_SETTLED:
+            fixed = True
+            leg.set_bound(leg.bound, watch=False)
+            continue
         if status == twin.SETTLED:
             k = r.count - 1
-            t_s = twin.settle_time(leg.args, leg.constants, r.ts, r.hs, r.orders, r.ds, k)
+            t_s = float(leg.fws[twin.F_SETTLED_AT])
             fixed, t_end = True, max(t_s * (1 + problem.tail), float(r.ts[k]))
             leg.set_bound(t_end, watch=False)
             continue
@@ -219,11 +216,9 @@ def _crossing_arrays(system, crossings) -> tuple[np.ndarray, ...]:
             np.array([float(c.direction) for c in crossings]))
 
 
-def _series(twin, system, y: np.ndarray, args: np.ndarray) -> dict[str, np.ndarray]:
-    """Every named series at the rows of ``y``, evaluated natively."""
-    states = np.empty((y.shape[0], max(len(system.state_names), 1)))
-    values = np.empty((y.shape[0], twin.N_SERIES))
-    twin.series_into(y, args, states, values)
+def _named_series(system, y: np.ndarray, states: np.ndarray,
+                  values: np.ndarray) -> dict[str, np.ndarray]:
+    """Every named series from the columns the native outputs filled."""
     series = {name: y[:, i].copy() for i, name in enumerate(system.coordinate_names)}
     series.update({name: states[:, i].copy() for i, name in enumerate(system.state_names)})
     series.update({name: values[:, i].copy() for i, name in enumerate(system.observable_names)})
@@ -237,16 +232,15 @@ def solve_native(model, params, variant, solver, thresholds, problem: Problem) -
     r, system, args = leg.record, problem.system, leg.args
     t = output_times(t_end, solver.n_output)
     y = np.empty((t.size, problem.y0.size))
-    twin.dense_into(t, r.ts, r.hs, r.orders, r.ds, r.count, y)
-    y[0] = problem.y0
-    if r.ts[r.count - 1] == t_end:
-        y[-1] = r.ds[r.count - 1, 0]  # the last step exactly, not its interpolant
-    series = _series(twin, system, y, args)
-    initial = {name: float(v[0]) for name, v in series.items()}
+    states = np.empty((t.size, max(len(system.state_names), 1)))
+    values = np.empty((t.size, twin.N_SERIES))
+    initial = {k: float(v[0]) for k, v in _series_at(system, problem.y0[:, None],
+                                                       problem.args).items()}
     crossings = model.phases(params, variant, initial, thresholds)
     times = np.empty(len(crossings))
-    twin.crossings(*_crossing_arrays(system, crossings), args, r.ts, r.hs, r.orders, r.ds,
-                   np.ascontiguousarray(r.ds[:, 0]), r.count, times)
+    twin.outputs(t, args, r.ts, r.hs, r.orders, r.ds, r.count, y, states, values,
+                 *_crossing_arrays(system, crossings), times)
+    series = _named_series(system, y, states, values)
     # Steps past t_end (a chunk's overshoot under the Python stop rule) are not the run's.
     phases = {c.name: float(v) if v <= t_end else math.nan
               for c, v in zip(crossings, times, strict=True)}

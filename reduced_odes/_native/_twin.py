@@ -27,7 +27,7 @@ from types import ModuleType
 
 from .._compile import CompiledSystem, atomic_write
 
-__all__ = ["load_twin", "twin_path", "twin_source"]
+__all__ = ["load_twin", "twin_source"]
 
 #: Bump when the twin's shape changes.
 TWIN_VERSION = "3"
@@ -36,7 +36,7 @@ _TEMPLATE = Path(__file__).with_name("_bdf.py")
 _FUNCTIONS = {"rhs": ("t", "y"), "jac": ("t", "y"), "margins": ("y",), "state": ("y",),
               "observables": ("y",)}
 _DECORATOR = "@njit(**_JIT)"
-_INLINE_DECORATOR = "@njit(**_INLINE)"
+_INLINE_DECORATOR = "@njit(**_JIT)"
 
 
 def _flat(value: ast.expr) -> list[ast.expr]:
@@ -111,7 +111,7 @@ def _settled_source(system: CompiledSystem, rule, parameters: list[str]) -> str:
     the observables and its constants), ``settled_into(t, y, args, c, values)`` that
     unpacks the arrays into it (inlined where called), and the entry ``settled``."""
     if rule is None:  # never settled natively: the driver applies the model's rule itself
-        body = ["@njit(**_INLINE)", "def settled_into(t, y, args, c, values):", "    return 1.0"]
+        body = ["@njit(**_JIT)", "def settled_into(t, y, args, c, values):", "    return 1.0"]
     else:
         coordinates = list(system.coordinate_names)
         clash = set(coordinates) & set(parameters) | set(rule.constants) & {
@@ -123,7 +123,7 @@ def _settled_source(system: CompiledSystem, rule, parameters: list[str]) -> str:
             body.append(f"    o = observables_s({', '.join([*coordinates, *parameters])})")
             body += [f"    {name} = o[{i}]" for i, name in enumerate(system.observable_names)]
         body += [f"    return float({rule.expression})", "", "",
-                 "@njit(**_INLINE)", "def settled_into(t, y, args, c, values):",
+                 "@njit(**_JIT)", "def settled_into(t, y, args, c, values):",
                  "    return settled_s(" + ", ".join(
                      ["t", *(f"y[{i}]" for i in range(len(coordinates))),
                       *(f"args[{i}]" for i in range(len(parameters))),

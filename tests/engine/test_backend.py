@@ -10,8 +10,7 @@ import math
 
 import pytest
 
-from reduced_odes import ParameterError, SettledRule, SolverConfig, solve
-from reduced_odes import _backend
+from reduced_odes import ParameterError, SettledRule, SolverConfig, _backend, solve
 from reduced_odes._compile import load_system
 from reduced_odes.cli import EXIT_BAD_INPUT, main
 from reduced_odes.models import get_model
@@ -68,8 +67,12 @@ def test_a_jobs_preference_resolves_auto_and_is_restored():
 
 def test_settled_rule_is_the_python_rule_it_replaced():
     """The induction head's rule as an expression, against the same rule written out."""
-    from reduced_odes.models.induction_head import (FOUR_GRAM_FLOOR, FOUR_GRAM_TAIL,
-                                                    NEAR_FIXED_POINT, PhaseThresholds)
+    from reduced_odes.models.induction_head import (
+        FOUR_GRAM_FLOOR,
+        FOUR_GRAM_TAIL,
+        NEAR_FIXED_POINT,
+        PhaseThresholds,
+    )
 
     model = get_model("induction_head")
     params = model.make_params({})
