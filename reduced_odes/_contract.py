@@ -72,19 +72,22 @@ class SettledRule:
         """The rule as ``f(t, y)`` in Python; ``inf`` where the observables are undefined."""
         import math
 
-        code = compile(self.expression, "<settled>", "eval")
-        scope = {"abs": abs, "min": min, "max": max, "math": math, "__builtins__": {}}
-        constants = {k: float(v) for k, v in self.constants.items()}
-        reads_observables = bool(self.names() & set(observable_names))
+        reads = bool(self.names() & set(observable_names))
+        names = ["t", *coordinates, *(observable_names if reads else ())]
+        scope = {"abs": abs, "min": min, "max": max, "math": math, "__builtins__": {},
+                 **{k: float(v) for k, v in self.constants.items()}}
+        # One compiled lambda: the pure path calls the rule on every step.
+        expression = eval(f"lambda {', '.join(names)}: {self.expression}", scope)  # noqa: S307
+        if not reads:
+            return lambda t, y: expression(t, *y)
+        count = len(observable_names)  # the generated observables end with the margins
 
         def rule(t: float, y) -> float:
-            names = dict(zip(coordinates, y, strict=True), t=t, **constants)
-            if reads_observables:
-                try:
-                    names.update(zip(observable_names, observables(y, *args), strict=False))  # then margins
-                except (ValueError, ArithmeticError):  # a trial state outside the domain
-                    return math.inf
-            return eval(code, scope, names)  # noqa: S307  (the model's own expression)
+            try:
+                values = observables(y, *args)
+            except (ValueError, ArithmeticError):  # a trial state outside the domain
+                return math.inf
+            return expression(t, *y, *values[:count])
 
         return rule
 

@@ -23,7 +23,11 @@ pytestmark = pytest.mark.skipif(not native_available(),
 #: Native and pure phase times are two integrators' answers at rtol 1e-10 (the pure path's
 #: default); 1e-8 leaves two orders of magnitude for their different step sequences.
 PHASE_RTOL = 1e-8
-NATIVE = SolverConfig(backend="numba")
+
+
+def _native() -> SolverConfig:
+    """Built per test: without numba the configuration itself is refused (test_backend.py)."""
+    return SolverConfig(backend="numba")
 
 
 def _assert_same_phases(native, pure):
@@ -60,7 +64,7 @@ def test_every_model_agrees_at_its_defaults(name):
     for variant in model.variants:
         params = model.make_params({})
         pure = solve(params, variant, model=model)
-        native = solve(params, variant, NATIVE, model=model)
+        native = solve(params, variant, _native(), model=model)
         assert (native.solver.backend, pure.solver.backend) == ("numba", "python")
         _assert_same_phases(native, pure)
         # The run ends at (1 + tail) t_settle; a stop rule's threshold can sit a few
@@ -98,14 +102,14 @@ GRID = [dict(L=50, sigma=1e-2, wstar=0.05), dict(L=200, sigma=1e-4, wstar=0.3),
 def test_induction_head_grid(setting):
     model = get_model("induction_head")
     params = model.make_params(setting)
-    _assert_same_phases(solve(params, solver=NATIVE, model=model), solve(params, model=model))
+    _assert_same_phases(solve(params, solver=_native(), model=model), solve(params, model=model))
 
 
 def test_output_grid_and_series_match():
     model = get_model("induction_head")
     params = model.make_params({})
     pure = solve(params, model=model)
-    native = solve(params, solver=NATIVE, model=model)
+    native = solve(params, solver=_native(), model=model)
     assert native.t.size == pure.t.size and set(native.series) == set(pure.series)
     # The grids end at each run's (1 + tail) t_settle, which differ by ~1e-6 (see above), so
     # the series are compared at the pure run's times, through the native dense output.
