@@ -218,12 +218,13 @@ def _add_verify_arguments(parser: argparse.ArgumentParser, model) -> None:
                                f"{NATIVE_MIN_SETTINGS} settings, else python")
 
 
-def add_backend_option(parser: argparse.ArgumentParser, auto: str) -> None:
+def add_backend_option(parser: argparse.ArgumentParser, auto: str,
+                       default: str = "auto") -> None:
     """``--backend``: the pure-Python reference or the native backend (``[fast]``)."""
-    parser.add_argument("--backend", choices=("auto", "python", "numba"), default="auto",
+    parser.add_argument("--backend", choices=("auto", "python", "numba"), default=default,
                         help=f"python: the reference; numba: native, SciPy's BDF compiled by "
                              f"numba (pip install 'reduced-odes[fast]'); auto: {auto} "
-                             f"(default: auto)")
+                             f"(default: {default})")
 
 
 def add_executor_options(parser: argparse.ArgumentParser) -> None:
@@ -390,6 +391,7 @@ def _add_reproduce_arguments(parser: argparse.ArgumentParser, model) -> None:
                              "committed ones (default: off; they are only compared)")
     parser.add_argument("--only", metavar="MODEL", default=None,
                         help="one model instead of every registered one (default: all)")
+    add_backend_option(parser, "as for verify", default="python")
 
 
 def _figure_data(committed: Path, fresh: Path, data: Path, grid: str) -> None:
@@ -460,7 +462,7 @@ def _reproduce_one(model, args: argparse.Namespace) -> int:
         fresh = work / model.name
         status = max(status, _cmd_verify(argparse.Namespace(
             model=model, grid=args.grid, variant="all", json=False, out=str(fresh),
-            workers=None, repair=False, progress=True)))
+            workers=None, repair=False, progress=True, backend=args.backend)))
         _figure_data(committed, fresh, writable(data, "dir"), args.grid)
         differs = _compared(model, fresh, committed, args.grid)
         status = max(status, EXIT_OK if args.update_committed else differs)

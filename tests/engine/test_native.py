@@ -136,3 +136,24 @@ def test_a_fixed_end_is_reached_exactly():
     pure = solve(params, solver=SolverConfig(t_end=3.0), model=model)
     # Interpolated end states of two integrators at rtol 1e-10.
     assert native.final["u"] == pytest.approx(pure.final["u"], rel=1e-8)
+
+
+@pytest.mark.parametrize("name", ["induction_head", "two_stage_features", "two_mixture"])
+def test_verify_gives_the_same_verdict_natively(name, tmp_path):
+    from reduced_odes._verify import verify
+
+    model = get_model(name)
+    pure = verify(model, "quick", out=tmp_path / "python", max_workers=1, backend="python")
+    native = verify(model, "quick", out=tmp_path / "numba", max_workers=1, backend="numba")
+    assert [(c.name, c.passed) for c in native.claims] == [(c.name, c.passed)
+                                                          for c in pure.claims]
+    for mine, reference in zip(native.claims, pure.claims, strict=True):
+        if math.isnan(reference.error):  # a row without an error (a count, a note)
+            assert math.isnan(mine.error), mine.name
+            continue
+        # Errors of the two integrators' measurements (at rtol 1e-10, see PHASE_RTOL) against
+        # the same prediction: where the prediction is exact the error is the integrator's
+        # own (~1e-9), else the two differ by far less than a thousandth of the tolerance.
+        # (The worst case's setting may differ where two settings' errors tie.)
+        assert abs(mine.error - reference.error) <= max(1e-3 * reference.tolerance,
+                                                       10 * PHASE_RTOL), mine.name

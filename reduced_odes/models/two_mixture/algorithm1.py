@@ -113,7 +113,7 @@ def stitch(params: TwoMixtureParams, solver: SolverConfig,
         phases[name] = next((o + s.phases[name] for s, o in zip(stages, offsets[:-1], strict=True)
                              if math.isfinite(s.phases[name])), math.nan)
     first = stages[0]
-    stats = SolverStats(solver.method, solver.rtol, solver.atol,
+    stats = SolverStats(first.stats.method, solver.rtol, solver.atol,
                         *(sum(getattr(s.stats, f) for s in stages)
                           for f in ("nfev", "njev", "nlu", "steps")))
     return Trajectory(first.model, first.variant, first.variant_option, params, solver, None, t,
