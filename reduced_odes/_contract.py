@@ -78,8 +78,11 @@ class SettledRule:
                  **{k: float(v) for k, v in self.constants.items()}}
         # One compiled lambda: the pure path calls the rule on every step.
         expression = eval(f"lambda {', '.join(names)}: {self.expression}", scope)  # noqa: S307
+        def floats(y):  # plain floats: arithmetic on NumPy scalars costs several times more
+            return y.tolist() if hasattr(y, "tolist") else y
+
         if not reads:
-            return lambda t, y: expression(t, *y)
+            return lambda t, y: expression(t, *floats(y))
         count = len(observable_names)  # the generated observables end with the margins
 
         def rule(t: float, y) -> float:
@@ -87,7 +90,7 @@ class SettledRule:
                 values = observables(y, *args)
             except (ValueError, ArithmeticError):  # a trial state outside the domain
                 return math.inf
-            return expression(t, *y, *values[:count])
+            return expression(t, *floats(y), *values[:count])
 
         return rule
 
