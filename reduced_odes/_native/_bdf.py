@@ -75,10 +75,9 @@ F_T, F_H_ABS, F_BOUND, F_SETTLE, F_SETTLED_AT = range(5)
 I_ORDER, I_EQUAL, I_NFEV, I_NJEV, I_NLU, I_LU_OK, I_STEPS = range(7)
 REACHED, SETTLED, FULL, EDGE, TOO_SMALL, STARTED_SETTLED = range(6)
 
+#: IEEE results (inf, NaN) where Python would raise, as in the generated system: a trial
+#: state outside the domain makes the integrator retry a smaller step.
 _JIT = dict(cache=True, error_model="numpy", nogil=True)
-#: The step's helpers are inlined into ``_step`` by numba: a call between numba functions
-#: increfs and decrefs every array argument (atomically), which cost more than the step.
-_INLINE = dict(_JIT, inline="always")
 
 
 @intrinsic
@@ -102,16 +101,7 @@ def _borrowed(typingctx, array):
 
 
 @njit(**_JIT)
-def _norm(x, scale):
-    """RMS norm of ``x / scale``."""
-    acc = 0.0
-    for i in range(x.size):
-        acc += (x[i] / scale[i]) ** 2
-    return math.sqrt(acc / x.size)
-
-
-@njit(**_JIT)
-def _norm_times(c, x, scale):
+def _norm(c, x, scale):
     """RMS norm of ``c x / scale`` (no temporary for ``c x``)."""
     acc = 0.0
     for i in range(x.size):
@@ -215,7 +205,7 @@ def _initial_step(t0, t_bound, rtol, atol, args, iws, ws):
     y0, f0, scale, trial_y, f1 = ws.y, ws.f, ws.scale, ws.y_predict, ws.dy
     interval = abs(t_bound - t0)
     _scale_of(y0, rtol, atol, scale)
-    d0, d1 = _norm(y0, scale), _norm(f0, scale)
+    d0, d1 = _norm(1.0, y0, scale), _norm(1.0, f0, scale)
     h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
     h0 = min(h0, interval)
     for i in range(y0.size):
@@ -224,7 +214,7 @@ def _initial_step(t0, t_bound, rtol, atol, args, iws, ws):
     iws[I_NFEV] += 1
     for i in range(y0.size):
         f1[i] -= f0[i]
-    d2 = _norm(f1, scale) / h0
+    d2 = _norm(1.0, f1, scale) / h0
     if d1 <= 1e-15 and d2 <= 1e-15:
         h1 = max(1e-6, h0 * 1e-3)
     else:
@@ -303,7 +293,7 @@ def _newton(t_new, c, lu, piv, tol, args, iws, ws):
         for i in range(n):
             dy[i] = c * f[i] - ws.psi[i] - dd[i]
         _lu_solve(lu, piv, dy)
-        dy_norm = _norm(dy, ws.scale)
+        dy_norm = _norm(1.0, dy, ws.scale)
         rate = -1.0 if dy_norm_old < 0 else dy_norm / dy_norm_old
         if rate >= 0 and (rate >= 1 or rate ** (NEWTON_MAXITER - k) / (1 - rate) * dy_norm > tol):
             break
@@ -322,43 +312,18 @@ def _jacobian(t, y, args, jm, iws, trial):
     """``jm`` <- the Jacobian at ``(t, y)``, unless it is not finite (then the last one stays)."""
     jac(t, y, args, trial)
     iws[I_NJEV] += 1
-    if _all_finite(trial):
-        for i in range(jm.shape[0]):
-            for j in range(jm.shape[1]):
-                jm[i, j] = trial[i, j]
-
-
-@njit(**_JIT)
-def _predict(d, order, c_alpha, ws):
-    """``ws.y_predict`` <- sum of ``d[:order + 1]``; ``ws.psi`` <- SciPy's ``psi``."""
-    n = d.shape[1]
-    for i in range(n):
-        yp = d[0, i]
-        ps = 0.0
-        for j in range(1, order + 1):
-            yp += d[j, i]
-            ps += d[j, i] * GAMMA[j]
-        ws.y_predict[i] = yp
-        ws.psi[i] = ps / c_alpha
-
-
-@njit(**_JIT)
-def _factor(c, jm, lu, piv, iws):
-    """``lu`` <- the LU factors of ``I - c J``."""
-    n = jm.shape[0]
-    for i in range(n):
-        for j in range(n):
-            lu[i, j] = -c * jm[i, j]
-        lu[i, i] += 1.0
-    _lu_factor(lu, piv)
-    iws[I_NLU] += 1
-    iws[I_LU_OK] = 1
+    for v in trial.ravel():
+        if not math.isfinite(v):
+            return
+    for i in range(jm.shape[0]):
+        for j in range(jm.shape[1]):
+            jm[i, j] = trial[i, j]
 
 
 @njit(**_JIT)
 def _step(rtol, atol, args, fws, iws, d, jm, lu, piv, ws):
     """One accepted step of SciPy's ``BDF._step_impl``; False if the step became too small."""
-    t, t_bound, order = fws[F_T], fws[F_BOUND], iws[I_ORDER]
+    t, t_bound, order, n = fws[F_T], fws[F_BOUND], iws[I_ORDER], d.shape[1]
     newton_tol = max(10 * EPS / rtol, min(0.03, rtol ** 0.5))
     min_step = 10 * abs(np.nextafter(t, np.inf) - t)
     h_abs = fws[F_H_ABS]
@@ -378,12 +343,23 @@ def _step(rtol, atol, args, fws, iws, d, jm, lu, piv, ws):
             iws[I_LU_OK] = 0
         h = t_new - t
         h_abs = abs(h)
-        _predict(d, order, ALPHA[order], ws)
+        for i in range(n):  # the prediction: the sum of d[:order + 1]; SciPy's psi
+            yp, ps = d[0, i], 0.0
+            for j in range(1, order + 1):
+                yp += d[j, i]
+                ps += d[j, i] * GAMMA[j]
+            ws.y_predict[i], ws.psi[i] = yp, ps / ALPHA[order]
         _scale_of(ws.y_predict, rtol, atol, ws.scale)
         c = h / ALPHA[order]
         while True:
-            if iws[I_LU_OK] == 0:
-                _factor(c, jm, lu, piv, iws)
+            if iws[I_LU_OK] == 0:  # lu <- the LU factors of I - c J
+                for i in range(n):
+                    for j in range(n):
+                        lu[i, j] = -c * jm[i, j]
+                    lu[i, i] += 1.0
+                _lu_factor(lu, piv)
+                iws[I_NLU] += 1
+                iws[I_LU_OK] = 1
             converged, n_iter = _newton(t_new, c, lu, piv, newton_tol, args, iws, ws)
             if converged or current_jac:
                 break
@@ -398,7 +374,7 @@ def _step(rtol, atol, args, fws, iws, d, jm, lu, piv, ws):
             continue
         safety = 0.9 * (2 * NEWTON_MAXITER + 1) / (2 * NEWTON_MAXITER + n_iter)
         _scale_of(ws.y, rtol, atol, ws.scale)
-        error_norm = _norm_times(ERROR_CONST[order], ws.dd, ws.scale)
+        error_norm = _norm(ERROR_CONST[order], ws.dd, ws.scale)
         if not math.isfinite(error_norm):  # deviation: SciPy's ``> 1`` would accept a NaN
             error_norm = np.inf
         if error_norm > 1:
@@ -410,7 +386,12 @@ def _step(rtol, atol, args, fws, iws, d, jm, lu, piv, ws):
         break
     iws[I_EQUAL] += 1
     fws[F_T], fws[F_H_ABS] = t_new, h_abs
-    _accept(d, order, ws.dd)
+    for i in range(n):  # SciPy's update of the differences after an accepted step
+        d[order + 2, i] = ws.dd[i] - d[order + 1, i]
+        d[order + 1, i] = ws.dd[i]
+    for j in range(order, -1, -1):
+        for i in range(n):
+            d[j, i] += d[j + 1, i]
     if iws[I_EQUAL] < order + 1:
         return True
     _choose_order(order, error_norm, safety, fws, iws, d, ws)
@@ -418,22 +399,11 @@ def _step(rtol, atol, args, fws, iws, d, jm, lu, piv, ws):
 
 
 @njit(**_JIT)
-def _accept(d, order, dd):
-    """SciPy's update of the differences after an accepted step."""
-    for i in range(d.shape[1]):
-        d[order + 2, i] = dd[i] - d[order + 1, i]
-        d[order + 1, i] = dd[i]
-    for j in range(order, -1, -1):
-        for i in range(d.shape[1]):
-            d[j, i] += d[j + 1, i]
-
-
-@njit(**_JIT)
 def _choose_order(order, error_norm, safety, fws, iws, d, ws):
     """SciPy's order and step-size change after ``order + 1`` steps of equal size."""
     scale = ws.scale
-    error_m = _norm_times(ERROR_CONST[order - 1], d[order], scale) if order > 1 else np.inf
-    error_p = (_norm_times(ERROR_CONST[order + 1], d[order + 2], scale) if order < MAX_ORDER
+    error_m = _norm(ERROR_CONST[order - 1], d[order], scale) if order > 1 else np.inf
+    error_p = (_norm(ERROR_CONST[order + 1], d[order + 2], scale) if order < MAX_ORDER
                else np.inf)
     best, delta = -1.0, 0
     for k, e in enumerate((error_m, error_norm, error_p)):
@@ -446,16 +416,6 @@ def _choose_order(order, error_norm, safety, fws, iws, d, ws):
     _change_d(d, order, min(MAX_FACTOR, safety * best), ws)
     iws[I_EQUAL] = 0
     iws[I_LU_OK] = 0
-
-
-@njit(**_JIT)
-def _outside(y, args, buffer):
-    """Whether ``y`` violates a domain condition (a margin ``<= 0``)."""
-    margins(y, args, buffer)
-    for i in range(N_MARGINS):
-        if buffer[i] <= 0:
-            return True
-    return False
 
 
 @njit(**_JIT)
@@ -496,8 +456,11 @@ def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, 
             y[i] = d[0, i]
             for j in range(ds.shape[1]):
                 ds[k, j, i] = d[j, i] if j <= order else 0.0
-        if N_MARGINS and _outside(y, args, ws.buffer):
-            return EDGE
+        if N_MARGINS:  # a domain condition violated: a margin <= 0
+            margins(y, args, ws.buffer)
+            for i in range(N_MARGINS):
+                if ws.buffer[i] <= 0:
+                    return EDGE
         if fws[F_SETTLE] >= 0 and settled_into(fws[F_T], y, args, consts, ws.buffer) <= 0:
             fws[F_SETTLED_AT] = _settle_time(args, consts, ts, hs, orders, ds, k, ws)
             return SETTLED

@@ -30,69 +30,49 @@ from .._compile import CompiledSystem, atomic_write
 __all__ = ["load_twin", "twin_source"]
 
 #: Bump when the twin's shape changes.
-TWIN_VERSION = "3"
+TWIN_VERSION = "4"
 _TEMPLATE = Path(__file__).with_name("_bdf.py")
 #: Generated functions, with the leading arguments they keep (``t`` for the flow).
 _FUNCTIONS = {"rhs": ("t", "y"), "jac": ("t", "y"), "margins": ("y",), "state": ("y",),
               "observables": ("y",)}
 _DECORATOR = "@njit(**_JIT)"
-_INLINE_DECORATOR = "@njit(**_JIT)"
 
 
-def _flat(value: ast.expr) -> list[ast.expr]:
-    """The elements of ``[e0, ...]`` or, row by row, of ``[[e00, ...], ...]``."""
+def _indexed(name: str, *index: int) -> ast.Subscript:
+    key = ast.Constant(index[0]) if len(index) == 1 else ast.Tuple(
+        [ast.Constant(i) for i in index], ast.Load())
+    return ast.Subscript(ast.Name(name, ast.Load()), key, ast.Store())
+
+
+def _unpacked(targets: ast.expr, source: str) -> list[ast.stmt]:
+    """``a, b = <source>`` as ``a = source[0]; b = source[1]``."""
+    names = targets.elts if isinstance(targets, ast.Tuple) else [targets]
+    return [ast.Assign([ast.Name(n.id, ast.Store())], ast.Subscript(
+        ast.Name(source, ast.Load()), ast.Constant(i), ast.Load())) for i, n in enumerate(names)]
+
+
+def _stores(value: ast.expr) -> list[ast.stmt]:
+    """``return [e0, ...]`` (or ``[[e00, ...], ...]``) as ``out[i] = ei`` (``out[i, j]``)."""
     rows = value.elts
     if rows and all(isinstance(r, ast.List) for r in rows):
-        return [e for r in rows for e in r.elts]
-    return list(rows)
+        return [ast.Assign([_indexed("out", i, j)], e)
+                for i, r in enumerate(rows) for j, e in enumerate(r.elts)]
+    return [ast.Assign([_indexed("out", i)], e) for i, e in enumerate(rows)]
 
 
-def _scalar_function(node: ast.FunctionDef) -> tuple[str, list[str], int]:
-    """``<name>_s``: the generated function on scalars, returning a flat tuple of floats.
-
-    Scalars in and a tuple out cross no array between numba functions, so a call costs
-    no reference counting (an array argument costs two atomic operations per call).
-    Returns the source, the coordinates' local names, and the tuple's length."""
+def _native_function(node: ast.FunctionDef) -> ast.FunctionDef:
     kept = _FUNCTIONS[node.name]
     parameters = [a.arg for a in node.args.args[len(kept):]]
     unpack, *body, result = node.body
     assert isinstance(unpack, ast.Assign) and isinstance(result, ast.Return), node.name
-    targets = unpack.targets[0]
-    local = [n.id for n in (targets.elts if isinstance(targets, ast.Tuple) else [targets])]
-    values = [ast.Call(ast.Name("float", ast.Load()), [e], []) for e in _flat(result.value)]
-    node.name = f"{node.name}_s"
-    node.args.args = [ast.arg(a) for a in (*kept[:-1], *local, *parameters)]
-    node.body = [*body, ast.Return(ast.Tuple(values, ast.Load()))]
-    node.decorator_list, node.returns = [], None
-    source = ast.unparse(ast.fix_missing_locations(node))
-    return f"{_DECORATOR}\n{source}", local, len(values)
-
-
-def _wrapper(name: str, n_coordinates: int, n_args: int, n_values: int, width: int) -> str:
-    """``name(*kept, args, out)``: unpacks the arrays into ``<name>_s`` and stores its tuple
-    (row-major into an ``n x width`` matrix when ``width`` is set); inlined where called."""
-    kept = _FUNCTIONS[name]
-    scalars = [*kept[:-1], *(f"y[{i}]" for i in range(n_coordinates)),
-               *(f"args[{i}]" for i in range(n_args))]
-    stores = [f"    out[{k // width}, {k % width}] = r[{k}]" if width else f"    out[{k}] = r[{k}]"
-              for k in range(n_values)]
-    return "\n".join([_INLINE_DECORATOR, f"def {name}({', '.join((*kept, 'args', 'out'))}):",
-                       f"    r = {name}_s({', '.join(scalars)})", *stores])
-
-
-def _generated_functions(tree: ast.Module) -> tuple[list[str], list[str]]:
-    """The twin's versions of the system's functions, and the parameters' names."""
-    sources, parameters = [], []
-    for node in tree.body:
-        if not (isinstance(node, ast.FunctionDef) and node.name in _FUNCTIONS):
-            continue
-        name, n_kept = node.name, len(_FUNCTIONS[node.name])
-        names = [a.arg for a in node.args.args[n_kept:]]
-        source, coordinates, n_values = _scalar_function(node)
-        width = len(coordinates) if name == "jac" else 0
-        sources += [source, _wrapper(name, len(coordinates), len(names), n_values, width)]
-        parameters = names  # every generated function takes the same parameters
-    return sources, parameters
+    statements = _unpacked(unpack.targets[0], kept[-1])
+    if parameters:
+        statements += _unpacked(ast.Tuple([ast.Name(p) for p in parameters], ast.Store()),
+                                "args")
+    node.args.args = [ast.arg(a) for a in (*kept, "args", "out")]
+    node.body = statements + body + _stores(result.value)
+    node.decorator_list = []
+    return node
 
 
 def _kernel_imports(tree: ast.Module) -> tuple[list[str], str]:
@@ -106,29 +86,25 @@ def _kernel_imports(tree: ast.Module) -> tuple[list[str], str]:
     return lines, "".join(sources)
 
 
-def _settled_source(system: CompiledSystem, rule, parameters: list[str]) -> str:
-    """The stop rule: ``settled_s`` on scalars (its expression in ``t``, the coordinates,
-    the observables and its constants), ``settled_into(t, y, args, c, values)`` that
-    unpacks the arrays into it (inlined where called), and the entry ``settled``."""
+def _settled_source(system: CompiledSystem, rule) -> str:
+    """The stop rule as ``settled_into(t, y, args, c, values)``: its expression in ``t``, the
+    coordinates, the observables (evaluated into ``values`` only if it names one) and its
+    constants; and ``settled(t, y, args, c)``, the same with its own buffer."""
+    lines = [f"{_DECORATOR}", "def settled_into(t, y, args, c, values):"]
     if rule is None:  # never settled natively: the driver applies the model's rule itself
-        body = ["@njit(**_JIT)", "def settled_into(t, y, args, c, values):", "    return 1.0"]
+        lines.append("    return 1.0")
     else:
-        coordinates = list(system.coordinate_names)
-        clash = set(coordinates) & set(parameters) | set(rule.constants) & {
-            *coordinates, *parameters, *system.observable_names, "t"}
-        assert not clash, f"stop-rule names clash: {sorted(clash)}"
-        names = ["t", *coordinates, *parameters, *rule.constants]
-        body = [_DECORATOR, f"def settled_s({', '.join(names)}):"]
+        names = [*system.coordinate_names, *system.observable_names, "t"]
+        clash = set(rule.constants) & set(names)
+        assert not clash, f"stop-rule constants named like series: {sorted(clash)}"
+        lines += [f"    {name} = y[{i}]" for i, name in enumerate(system.coordinate_names)]
         if rule.names() & set(system.observable_names):
-            body.append(f"    o = observables_s({', '.join([*coordinates, *parameters])})")
-            body += [f"    {name} = o[{i}]" for i, name in enumerate(system.observable_names)]
-        body += [f"    return float({rule.expression})", "", "",
-                 "@njit(**_JIT)", "def settled_into(t, y, args, c, values):",
-                 "    return settled_s(" + ", ".join(
-                     ["t", *(f"y[{i}]" for i in range(len(coordinates))),
-                      *(f"args[{i}]" for i in range(len(parameters))),
-                      *(f"c[{i}]" for i in range(len(rule.constants)))]) + ")"]
-    return "\n".join([*body, "", "", _DECORATOR, "def settled(t, y, args, c):",
+            lines.append("    observables(y, args, values)")
+            lines += [f"    {name} = values[{i}]"
+                      for i, name in enumerate(system.observable_names)]
+        lines += [f"    {name} = c[{i}]" for i, name in enumerate(rule.constants)]
+        lines.append(f"    return float({rule.expression})")
+    return "\n".join([*lines, "", "", f"{_DECORATOR}", "def settled(t, y, args, c):",
                       "    return settled_into(t, y, args, c, np.empty(max(N_SERIES, 1)))"])
 
 
@@ -147,11 +123,13 @@ def twin_source(system: CompiledSystem, rule=None) -> tuple[str, str]:
     text = system.path.read_text(encoding="utf-8")
     tree = ast.parse(text)
     kernels, kernel_source = _kernel_imports(tree)
-    functions, parameters = _generated_functions(tree)
+    functions = [_native_function(node) for node in tree.body
+                 if isinstance(node, ast.FunctionDef) and node.name in _FUNCTIONS]
     n_margins = len(system.domain_labels)
     n_series = max(len(system.state_names), len(system.observable_names) + n_margins, 1)
-    generated = "\n\n\n".join(functions)
-    settled = _settled_source(system, rule, parameters)
+    generated = "\n\n".join(f"{_DECORATOR}\n{ast.unparse(ast.fix_missing_locations(f))}"
+                              for f in functions)
+    settled = _settled_source(system, rule)
     template = _TEMPLATE.read_text(encoding="utf-8")
     material = "|".join([text, template, kernel_source, numba.__version__, TWIN_VERSION,
                          settled])
