@@ -131,12 +131,13 @@ class _Leg:
 def _python_settle(leg: _Leg, first: int) -> tuple[float, int] | None:
     """``(t_s, k)``: where the model's Python rule first holds among steps ``first..``."""
     r, settled = leg.record, leg.problem.settled
-    for k in range(first, r.count):
-        if settled(float(r.ts[k]), r.ds[k, 0]) <= 0:
-            dense = BdfSolution(leg.twin, r)
-            return root_in_step(lambda s: (s, dense(s)), lambda ty: -settled(*ty),
-                                float(r.ts[k - 1]), float(r.ts[k])), k
-    return None
+    k = next((k for k in range(first, r.count) if settled(float(r.ts[k]), r.ds[k, 0]) <= 0),
+             None)
+    if k is None:
+        return None
+    dense = BdfSolution(leg.twin, r)
+    return root_in_step(lambda s: (s, dense(s)), lambda ty: -settled(*ty), float(r.ts[k - 1]),
+                        float(r.ts[k])), k
 
 
 def _raise_edge(leg: _Leg) -> None:

@@ -116,7 +116,8 @@ def test_output_grid_and_series_match():
     y = native.at(pure.t)
     system, args = native.system, native.system_args
     at_pure = {name: y[i] for i, name in enumerate(system.coordinate_names)}
-    at_pure.update(zip(system.state_names, np.array([system.state(c, *args) for c in y.T]).T))
+    at_pure.update(zip(system.state_names, np.array([system.state(c, *args) for c in y.T]).T,
+                       strict=True))
     at_pure.update(native.observables_at(pure.t))
     for name in model.nonnegative:
         at_pure[name] = np.maximum(at_pure[name], 0.0)
