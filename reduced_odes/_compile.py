@@ -32,6 +32,7 @@ import inspect
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,11 +172,25 @@ def _key_files(model_class: type) -> tuple[str, ...]:
                                   *model_sources(model_class)))
 
 
+#: Seconds for which a model's source stamps are trusted: an edit is noticed within this
+#: time, and a loop of quick (native) solves does not stat every source file each time.
+SOURCE_CHECK_SECONDS = 1.0
+_STAMPS: dict[type, tuple[float, tuple]] = {}
+
+
+def _source_stamps(model_class: type) -> tuple:
+    now = time.monotonic()
+    checked = _STAMPS.get(model_class)
+    if checked is None or now - checked[0] > SOURCE_CHECK_SECONDS:
+        checked = (now, tuple((path, *_stat(path)) for path in _key_files(model_class)))
+        _STAMPS[model_class] = checked
+    return checked[1]
+
+
 def derivation_key(model, variant: str, extra: str = "") -> str:
     """Hash of what a derivation depends on: model, variant, versions, source bytes."""
-    stamps = tuple((path, *_stat(path)) for path in _key_files(type(model)))
     return _derivation_key_of(f"{model.name}|{variant}|{extra}", _versions(), CODEGEN_VERSION,
-                              stamps)
+                              _source_stamps(type(model)))
 
 
 @functools.cache

@@ -44,8 +44,11 @@ class _Record:
 
     @classmethod
     def empty(cls, y0: np.ndarray, capacity: int) -> _Record:
-        record = cls(np.zeros(capacity), np.ones(capacity), np.zeros(capacity, np.int64),
-                     np.zeros((capacity, 6, y0.size)))
+        # Not zeroed: each step writes its whole row; row 0 is the initial state.
+        record = cls(np.empty(capacity), np.empty(capacity), np.empty(capacity, np.int64),
+                     np.empty((capacity, 6, y0.size)))
+        record.ts[0], record.hs[0], record.orders[0] = 0.0, 1.0, 0
+        record.ds[0] = 0.0
         record.ds[0, 0] = y0
         return record
 
@@ -53,7 +56,7 @@ class _Record:
         size = 2 * self.ts.size
 
         def grow(a: np.ndarray) -> np.ndarray:
-            return np.concatenate([a, np.zeros((size - a.shape[0], *a.shape[1:]), a.dtype)])
+            return np.concatenate([a, np.empty((size - a.shape[0], *a.shape[1:]), a.dtype)])
 
         return _Record(grow(self.ts), grow(self.hs), grow(self.orders), grow(self.ds),
                        self.count)
