@@ -78,10 +78,6 @@ class BdfSolution:
         self._twin.dense_into(flat, self.ts, self.hs, self.orders, self.ds, self.count, out)
         return out[0] if t.ndim == 0 else out.T
 
-    def segment(self, k: int):
-        """The interpolant of step ``k + 1`` (from ``ts[k]`` to ``ts[k + 1]``)."""
-        return lambda t: self(float(t))
-
 
 def _twin_for(model, params, variant, problem: Problem):
     """The twin (with the model's stop rule compiled in, if it is a :class:`SettledRule`) and
@@ -145,10 +141,10 @@ def _python_settle(leg: _Leg, first: int) -> tuple[float, int] | None:
 
 def _raise_edge(leg: _Leg) -> None:
     r, p = leg.record, leg.problem
-    segment = BdfSolution(leg.twin, r).segment(r.count - 2)
-    t_edge = root_in_step(segment, lambda v: -min(p.margins(v)), float(r.ts[r.count - 2]),
+    dense = BdfSolution(leg.twin, r)
+    t_edge = root_in_step(dense, lambda v: -min(p.margins(v)), float(r.ts[r.count - 2]),
                           float(r.ts[r.count - 1]))
-    raise p.edge_error(t_edge, segment(t_edge))
+    raise p.edge_error(t_edge, dense(t_edge))
 
 
 def _integrate(twin, problem: Problem, constants: np.ndarray) -> tuple[_Leg, float]:
