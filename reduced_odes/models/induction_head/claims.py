@@ -111,8 +111,7 @@ def _decay_rate(traj, plateau: float) -> float:
     inside = (ratio >= _DECAY_WINDOW[0]) & (ratio <= _DECAY_WINDOW[1])
     if inside.sum() < 10:
         return math.nan
-    slope, _ = np.polyfit(times[inside], np.log(l_ih[inside]), 1)
-    return float(-slope)
+    return -_fit_slope(times[inside], np.log(l_ih[inside]))
 
 
 def _plateau_rate(traj, wstar: float) -> float:
@@ -165,7 +164,12 @@ def _group(records: Iterable[dict], keys: Sequence[str]) -> dict[tuple, list[dic
 
 
 def _fit_slope(x, y) -> float:
-    return float(np.polyfit(np.asarray(x, float), np.asarray(y, float), 1)[0])
+    """The least-squares slope, its sums exact (``math.fsum``): the same bits under every
+    BLAS kernel, so that the verdict table does not depend on the machine."""
+    x, y = [float(v) for v in x], [float(v) for v in y]
+    mean_x, mean_y = math.fsum(x) / len(x), math.fsum(y) / len(y)
+    return (math.fsum((a - mean_x) * (b - mean_y) for a, b in zip(x, y, strict=True))
+            / math.fsum((a - mean_x) ** 2 for a in x))
 
 
 def evaluate_claims(records: list[dict], closure: str) -> list[Claim]:
