@@ -175,25 +175,31 @@ def _lu_factor(a, piv):
 
 @njit(**_JIT)
 def _lu_solve(lu, piv, x):
-    """Solve ``LU x = b`` in place (``x`` holds ``b`` on entry)."""
+    """Solve ``LU x = b`` in place (``x`` holds ``b`` on entry).
+
+    Each row is summed in a local: through ``x[i]`` the compiler, not knowing that ``x``
+    and ``lu`` do not overlap, would store and reload it at every term."""
     n = x.size
     for k in range(n):
         p = piv[k]
         if p != k:
             x[k], x[p] = x[p], x[k]
-    for i in range(n):
+    for i in range(1, n):
+        acc = x[i]
         for j in range(i):
-            x[i] -= lu[i, j] * x[j]
+            acc -= lu[i, j] * x[j]
+        x[i] = acc
     for i in range(n - 1, -1, -1):
+        acc = x[i]
         for j in range(i + 1, n):
-            x[i] -= lu[i, j] * x[j]
-        x[i] /= lu[i, i]
+            acc -= lu[i, j] * x[j]
+        x[i] = acc / lu[i, i]
 
 
 @njit(**_JIT)
 def _all_finite(x):
-    for v in x.ravel():
-        if not math.isfinite(v):
+    for i in range(x.size):
+        if not math.isfinite(x[i]):
             return False
     return True
 
@@ -312,8 +318,8 @@ def _jacobian(t, y, args, jm, iws, trial):
     """``jm`` <- the Jacobian at ``(t, y)``, unless it is not finite (then the last one stays)."""
     jac(t, y, args, trial)
     iws[I_NJEV] += 1
-    for v in trial.ravel():
-        if not math.isfinite(v):
+    for i in range(trial.shape[0]):
+        if not _all_finite(trial[i]):
             return
     for i in range(jm.shape[0]):
         for j in range(jm.shape[1]):
