@@ -2,7 +2,8 @@
 
 Each finished task appends one JSON line ``{"key", "setting", "result" | "error",
 "metadata"}`` to a results file; a rerun skips settings that already have a
-``"result"`` line and retries the rest.  Only the calling process writes the file.
+``"result"`` line computed under the same :data:`RESUME_KEYS` metadata and runs the
+rest.  Only the calling process writes the file.
 """
 
 import concurrent.futures as cf
@@ -22,11 +23,15 @@ from ._params import ParameterError, warn
 from ._progress import Progress
 from ._results import dumps_record, loads_record
 
-__all__ = ["ResultsFileError", "SweepReport", "expand_grid", "load_grid", "process_pool",
-           "read_results", "repair_results", "results_lock", "run_sweep", "setting_key",
-           "worker_count"]
+__all__ = ["RESUME_KEYS", "ResultsFileError", "SweepReport", "expand_grid", "load_grid",
+           "process_pool", "read_results", "repair_results", "results_lock", "run_sweep",
+           "setting_key", "worker_count"]
 
 Setting = dict[str, Any]
+#: Metadata a finished line must share with the current run to be reused, where the run
+#: states them: results of other code (``source``), other library versions or other
+#: solver settings are computed again rather than mixed in.
+RESUME_KEYS = ("source", "versions", "solver")
 _HEAD = b'{"key": "'  # how every results line starts
 
 
@@ -442,13 +447,20 @@ def run_sweep(
         todo.setdefault(setting_key(setting), dict(setting))
     with results_lock(path):
         outcomes = _run_pending(todo, task, path, executor, max_workers, progress, metadata)
-        successes = {r["key"]: r for r in reversed(read_results(path)) if "result" in r}
+        successes = {r["key"]: r for r in read_results(path) if _reusable(r, metadata)}
     pending = sum(outcomes.values())
     return SweepReport(
         total=len(todo), skipped=len(todo) - pending, completed=outcomes[True],
         failed=outcomes[False], results_path=path,
         records=[successes[key] for key in todo if key in successes],
     )
+
+
+def _reusable(record: dict, metadata: Mapping[str, Any]) -> bool:
+    """Whether ``record`` is a result computed under this run's :data:`RESUME_KEYS`."""
+    theirs = record.get("metadata") or {}
+    return "result" in record and all(theirs.get(k) == metadata[k] for k in RESUME_KEYS
+                                      if k in metadata)
 
 
 def _run_pending(todo: dict[str, Setting], task: Callable, path: Path, executor,
@@ -458,8 +470,13 @@ def _run_pending(todo: dict[str, Setting], task: Callable, path: Path, executor,
     records, intact = _parse(data, path)
     if intact < len(data):  # cut a torn last line, so that appends start on a fresh line
         os.truncate(path, intact)
-    done = {record["key"] for record in records if "result" in record}
+    done = {record["key"] for record in records if _reusable(record, metadata)}
     pending = {key: setting for key, setting in todo.items() if key not in done}
+    stale = {r["key"] for r in records if "result" in r and r["key"] in pending}
+    if stale:
+        warn(f"{len(stale)} result(s) in {path} were computed under other "
+             f"{'/'.join(k for k in RESUME_KEYS if k in metadata)} metadata; computing "
+             f"them again")
     outcomes: dict[bool, int] = {True: 0, False: 0}
     if not pending:
         return outcomes

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``reduced-odes sweep``; see the module docstring for the exit status."""
     from ._backend import for_job, prepare
     from ._params import ParameterError, SolverConfig
-    from ._provenance import platform_stamp, versions
+    from ._provenance import platform_stamp, source_stamp, versions
     from ._registry import reference
     from ._sweep import load_grid, run_sweep
     from .cli import check_run_options, run_executor, writable
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError(f"{exc} (in grid setting {setting})") from None
     metadata = {"versions": versions(), "platform": platform_stamp(),
                 "solver_defaults": SolverConfig().as_dict(),
-                "grid": os.path.abspath(args.grid)}
+                "grid": os.path.abspath(args.grid), "source": source_stamp()}
     with run_executor(args) as (executor, workers):
         prepare(model, sorted({s[model.variant_option] for s in settings}),
                 backend)  # derive and compile once here, not in every worker

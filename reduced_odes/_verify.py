@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ._params import ParameterError, SolverConfig
-from ._provenance import platform_stamp, versions
+from ._provenance import platform_stamp, source_stamp, versions
 
 __all__ = ["Claim", "VerifyReport", "informative", "measure_task", "verify", "worst"]
 
@@ -183,7 +183,8 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="reduced-odes-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     raw = out_dir / f"verify-{grid}.jsonl"
-    metadata = {"versions": versions(), "solver": SolverConfig(backend=backend).as_dict()}
+    metadata = {"versions": versions(), "solver": SolverConfig(backend=backend).as_dict(),
+                "source": source_stamp()}
     ref = reference(model)
     sweep = run_sweep([{"model": ref, **s} for s in settings],
                       functools.partial(measure_task, backend=backend), raw,

@@ -487,13 +487,27 @@ def _dense_at(t, k, ts, hs, orders, ds, y):
 
 
 @njit(**_JIT)
+def _first_at_or_after(ts, count, t):
+    """The first ``k < count`` with ``ts[k] >= t`` (``count`` if none): NumPy's
+    ``searchsorted(ts[:count], t)``, whose generic implementation takes seconds to compile."""
+    lo, hi = 0, count
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ts[mid] < t:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(**_JIT)
 def dense_into(times, ts, hs, orders, ds, count, out):
     """``out[i]`` <- the dense output at ``times[i]`` (steps ``1..count-1`` recorded)."""
     times, ts, hs, orders, ds = (_borrowed(times), _borrowed(ts), _borrowed(hs),
                                  _borrowed(orders), _borrowed(ds))
     y = np.empty(ds.shape[2])
     for i in range(times.size):
-        k = min(max(np.searchsorted(ts[:count], times[i]), 1), count - 1)
+        k = min(max(_first_at_or_after(ts, count, times[i]), 1), count - 1)
         _dense_at(times[i], k, ts, hs, orders, ds, y)
         for j in range(y.size):
             out[i, j] = y[j]

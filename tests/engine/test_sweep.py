@@ -300,3 +300,23 @@ def test_quick_tasks_go_out_in_chunks_and_come_back_in_order(tmp_path, monkeypat
     assert [r["result"]["y"] for r in report.records] == [x * x for x in range(300)]
     assert sum(sizes) == 300 and max(sizes) > 1  # microsecond tasks are batched
     assert sizes[:4] == [1, 1, 1, 1]  # until a time per task is measured
+
+
+def test_results_of_other_code_or_versions_are_computed_again(tmp_path, capsys):
+    """A rerun reuses only lines computed under the same source, versions and solver; the
+    newest line of a setting is the one reported."""
+    path = tmp_path / "results.jsonl"
+    old = {**META, "source": "0123456789abcdef"}
+    new = {**META, "source": "fedcba9876543210"}
+    _threads(tasks.squares(3), tasks.square, path, metadata=old)
+    again = _threads(tasks.squares(4), tasks.square, path, metadata=new)
+    assert (again.skipped, again.completed) == (0, 4)
+    assert "3 result(s) in" in capsys.readouterr().err
+    assert [r["metadata"] for r in again.records] == [new] * 4
+    same = _threads(tasks.squares(4), tasks.square, path, metadata=new)
+    assert (same.skipped, same.completed) == (4, 0)
+    no_stamp = _threads(tasks.squares(4), tasks.square, path, metadata=META)
+    assert (no_stamp.skipped, no_stamp.completed) == (4, 0)  # only what the run states
+    other = _threads(tasks.squares(1), tasks.square, path,
+                     metadata={**new, "versions": {"reduced_odes": "0.2.0"}})
+    assert (other.skipped, other.completed) == (0, 1)
