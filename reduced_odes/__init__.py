@@ -23,7 +23,7 @@ _LAZY = {
     **dict.fromkeys(("METHODS", "ParameterError", "Parameters", "Range", "SolverConfig",
                      "choice", "flag", "integer", "interval", "parameter", "positive"),
                     "_params"),
-    **dict.fromkeys(("CoordinateChange", "Derivation", "Identity", "assert_conserved",
+    **dict.fromkeys(("Block", "CoordinateChange", "Derivation", "Identity", "assert_conserved",
                      "assert_same", "gradient_flow", "log_coordinate", "metric_gradient",
                      "mixture_expectation", "relu"), "_symbolic"),
     **dict.fromkeys(("GaussianExpectation", "gaussian_expectation"), "_gaussian"),

@@ -42,7 +42,7 @@ from ._version import __version__
 __all__ = ["CompiledSystem", "atomic_write", "cache_dir", "cached_symbolic", "load_system"]
 
 #: Bump when the generated code changes shape, to invalidate old cache entries.
-CODEGEN_VERSION = "4"
+CODEGEN_VERSION = "5"
 #: The engine's symbolic modules: a change to any of them re-derives every model.
 _ENGINE_SOURCES = ("_gaussian.py", "_positions.py", "_symbolic.py", "_contract.py",
                    "_compile.py")
@@ -76,6 +76,12 @@ class CompiledSystem:
         For each state variable, the values its coordinate can represent.
     loss : callable
         ``loss(y, *params) -> [L]``, the model's (reduced) loss.
+    blocks : tuple of tuple of int
+        The coordinate indices of each independent block (:class:`~reduced_odes.Block`),
+        or empty.  The module then also defines ``rhs_block<b>`` and ``jac_block<b>``, the
+        flow of block ``b`` in its own coordinates.
+    log_times : tuple of float or None
+        Each block's ``log_time``.
     """
 
     model: str
@@ -94,6 +100,8 @@ class CompiledSystem:
     path: Path
     coordinate_ranges: tuple[str, ...] = ()
     loss: Callable | None = None
+    blocks: tuple[tuple[int, ...], ...] = ()
+    log_times: tuple[float | None, ...] = ()
 
     @property
     def size(self) -> int:
@@ -255,7 +263,8 @@ def _system_from_module(module, path: Path) -> CompiledSystem:
                           module.observables, module.margins, module.state, module.coordinates,
                           tuple(module.COORDINATES), tuple(module.STATE),
                           tuple(module.OBSERVABLES), tuple(module.DOMAIN_LABELS), module.KEY, path,
-                          tuple(module.COORDINATE_RANGES), module.loss)
+                          tuple(module.COORDINATE_RANGES), module.loss,
+                          tuple(map(tuple, module.BLOCKS)), tuple(module.LOG_TIMES))
 
 
 def _generate(model_name: str, variant: str, derivation) -> tuple[str, str]:
@@ -267,8 +276,10 @@ def _generate(model_name: str, variant: str, derivation) -> tuple[str, str]:
     observables = [d.in_coordinates(e) for e in d.observables.values()] + margins
     jacobian = list(d.jacobian)
     forward = [_forward(d, i) for i in range(len(d.state))]
+    blocks = [[d.coordinate_names.index(name) for name in b.coordinates] for b in d.blocks]
+    log_times = [b.log_time for b in d.blocks]
     key_material = sp.srepr([list(d.coordinate_rhs), jacobian, observables, list(d.to_state),
-                             forward, d.loss]) + _versions()
+                             forward, d.loss]) + repr((blocks, log_times)) + _versions()
     key = hashlib.sha256((key_material + CODEGEN_VERSION).encode()).hexdigest()[:24]
 
     printer = _printer()
@@ -288,6 +299,7 @@ def _generate(model_name: str, variant: str, derivation) -> tuple[str, str]:
         _function_source("state", f"y{params}", unpack_y, list(d.to_state), kernels),
         _function_source("coordinates", f"x{params}", unpack_x, forward, kernels),
         _function_source("loss", f"y{params}", unpack_y, [d.in_coordinates(d.loss)], kernels),
+        *_block_functions(d, blocks, params, printer, kernels),
     ]
     labels = [f"{sp.sstr(c.lhs - c.rhs)} > 0" for c in d.domain]
     imports = []
@@ -309,9 +321,30 @@ def _generate(model_name: str, variant: str, derivation) -> tuple[str, str]:
         f"OBSERVABLES = {list(d.observables)!r}",
         f"DOMAIN_LABELS = {labels!r}",
         f"COORDINATE_RANGES = {list(d.coordinate_ranges)!r}",
+        f"BLOCKS = {blocks!r}",
+        f"LOG_TIMES = {log_times!r}",
         *functions,
     ]) + "\n"
     return body, key
+
+
+def _block_functions(d, blocks: list[list[int]], params: str, printer,
+                     kernels: str | None) -> list[str]:
+    """``rhs_block<b>`` and ``jac_block<b>`` of each block: its flow and Jacobian in its own
+    coordinates (``y`` holds only those; the others do not occur, as ``gradient_flow``
+    asserted)."""
+    functions = []
+    for b, index in enumerate(blocks):
+        names = ", ".join(printer.doprint(d.coordinates[i]) for i in index)
+        unpack = f"{names}{',' if len(index) == 1 else ''} = " \
+                 f"y.tolist() if hasattr(y, 'tolist') else y"
+        rates = [d.coordinate_rhs[i] for i in index]
+        jacobian = [d.jacobian[i, j] for i in index for j in index]
+        functions += [
+            _function_source(f"rhs_block{b}", f"t, y{params}", unpack, rates, kernels),
+            _function_source(f"jac_block{b}", f"t, y{params}", unpack, jacobian, kernels,
+                             columns=len(index))]
+    return functions
 
 
 def _forward(derivation, i: int):

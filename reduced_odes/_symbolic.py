@@ -20,6 +20,7 @@ import sympy as sp
 from ._contract import DerivationError
 
 __all__ = [
+    "Block",
     "CoordinateChange",
     "Derivation",
     "Identity",
@@ -185,6 +186,25 @@ def assert_conserved(name: str, quantity: sp.Expr, state: Sequence[sp.Symbol],
 
 
 @dataclass(frozen=True)
+class Block:
+    """Integration coordinates whose flow involves none of the other coordinates.
+
+    Declared to :func:`gradient_flow`, which asserts the independence from the
+    Jacobian.  The native backend integrates each block on its own, with its own
+    steps; ``log_time = t0`` integrates it in ``s = ln(1 + t / t0)``, where an
+    algebraic tail (``~ 1/t``), which costs steps in every decade of ``t``, is smooth.
+
+    Examples
+    --------
+    >>> Block(("w_v1", "p"), log_time=10.0).coordinates
+    ('w_v1', 'p')
+    """
+
+    coordinates: tuple[str, ...]
+    log_time: float | None = None
+
+
+@dataclass(frozen=True)
 class Derivation:
     """Everything the compiler needs from one model variant, derived symbolically.
 
@@ -220,6 +240,8 @@ class Derivation:
         special functions the expressions use.
     coordinate_ranges : tuple of str
         For each state variable, the values its coordinate can represent.
+    blocks : tuple of Block
+        Independent groups of coordinates (asserted), or empty: one system.
     """
 
     state: tuple[sp.Symbol, ...]
@@ -237,6 +259,7 @@ class Derivation:
     identities: tuple[Identity, ...] = ()
     kernels: str | None = None
     coordinate_ranges: tuple[str, ...] = ()
+    blocks: tuple[Block, ...] = ()
 
     @property
     def state_names(self) -> tuple[str, ...]:
@@ -299,7 +322,8 @@ def gradient_flow(state: Sequence[sp.Symbol], loss: sp.Expr, *,
                   coordinates: Sequence[CoordinateChange] = (),
                   observables: Mapping[str, sp.Expr] | None = None,
                   domain: Sequence = (), identities: Sequence[Identity] = (),
-                  kernels: str | None = None, check: Mapping | None = None) -> Derivation:
+                  kernels: str | None = None, check: Mapping | None = None,
+                  blocks: Sequence[Block] = ()) -> Derivation:
     """Derive the gradient flow of ``loss`` under ``metric`` and everything the compiler needs.
 
     Parameters
@@ -321,6 +345,9 @@ def gradient_flow(state: Sequence[sp.Symbol], loss: sp.Expr, *,
         See :class:`Derivation`.
     check : mapping, optional
         Sampling ranges ``{symbol: (lo, hi)}`` for the numerical identity checks.
+    blocks : sequence of Block, optional
+        Independent groups of coordinates, each listed once; asserted from the Jacobian
+        (a coupling is a :class:`DerivationError`).
 
     Examples
     --------
@@ -350,4 +377,40 @@ def gradient_flow(state: Sequence[sp.Symbol], loss: sp.Expr, *,
     jacobian = coordinate_rhs.jacobian(coords)
     return Derivation(state, parameters, loss, metric, rhs, tuple(coords), tuple(names),
                       tuple(to_state), coordinate_rhs, jacobian, dict(observables or {}),
-                      tuple(domain), tuple(identities), kernels, tuple(ranges))
+                      tuple(domain), tuple(identities), kernels, tuple(ranges),
+                      _independent(blocks, names, jacobian))
+
+
+def _independent(blocks: Sequence[Block], names: Sequence[str],
+                 jacobian: sp.Matrix) -> tuple[Block, ...]:
+    """``blocks``, asserted to list each coordinate once and to be uncoupled: every entry
+    of the Jacobian between two blocks is identically zero.
+
+    Examples
+    --------
+    >>> x, y = sp.symbols("x y")
+    >>> try:
+    ...     _independent([Block(("x",)), Block(("y",))], ["x", "y"], sp.Matrix([[x, 0], [y, 1]]))
+    ... except DerivationError as exc:
+    ...     print(str(exc).split(": ", 1)[1])
+    the flow of y depends on x (d/dx = y), so ('y',) is not independent of the others
+    """
+    listed = [name for block in blocks for name in block.coordinates]
+    if blocks and sorted(listed) != sorted(names):
+        raise DerivationError("blocks", f"{listed} must list each coordinate of {list(names)} "
+                                        f"once")
+    index = {name: i for i, name in enumerate(names)}
+    for block in blocks:
+        t0 = block.log_time
+        if t0 is not None and not (isinstance(t0, int | float) and 0 < t0 < float("inf")):
+            raise DerivationError("blocks", f"log_time={t0!r} of {block.coordinates} must be "
+                                            f"a positive finite number")
+        inside = {index[name] for name in block.coordinates}
+        for i in sorted(inside):
+            for j in sorted(set(range(len(names))) - inside):
+                if jacobian[i, j] != 0 and sp.simplify(jacobian[i, j]) != 0:
+                    raise DerivationError(
+                        "blocks", f"the flow of {names[i]} depends on {names[j]} (d/d{names[j]} "
+                                  f"= {jacobian[i, j]}), so {block.coordinates} is not "
+                                  f"independent of the others")
+    return tuple(blocks)

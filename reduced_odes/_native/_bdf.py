@@ -2,9 +2,19 @@
 
 This file is a *template*: it is never imported on its own.  The twin module
 of a model (:mod:`reduced_odes._native._twin`) is this source followed by the
-model's generated functions ``rhs``, ``jac``, ``margins``, ``state``,
-``observables`` and ``settled``, so that numba compiles and caches (beside
-the twin, ``cache=True``) one self-contained module per model variant.
+model's generated functions ``rhs``, ``jac`` (or ``block_rhs``, ``block_jac``
+of one independent block), ``margins``, ``state``, ``observables`` and
+``settled``, so that numba compiles and caches (beside the twin,
+``cache=True``) one self-contained module per model variant.
+
+One run of the integrator (``advance``) steps the whole system, or one block of
+it in that block's own time variable ``s`` (``s = t``, or ``s = ln(1 + t/t0)``).
+A run's *record* holds every block's accepted steps, stacked: ``ts[b, k]``,
+``hs[b, k]``, ``orders[b, k]``, ``ds[b, k]`` for step ``k`` of block ``b`` in its
+``s``, with ``counts[b]`` steps, ``t0s[b]`` (0: ``s = t``) and ``index[b]`` the
+block's coordinates in the state (``-1`` beyond its size).  Everything after the
+stepping (dense output, stop rule, crossings) reads the state at ``t`` from all
+blocks at once (``_state_at``).
 
 The stepping (``_step``, ``_newton``, ``_change_d``, ``_initial_step``) and the
 dense output (``_dense_into``) are ported line by line from
@@ -57,8 +67,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 # Bound by the twin module that embeds this source (its generated functions follow).
-rhs = jac = margins = state = observables = settled_into = None
-N_MARGINS = N_SERIES = 0
+rhs = jac = block_rhs = block_jac = margins = state = observables = settled_into = None
+N_COORDINATES = N_MARGINS = N_SERIES = 0
 
 MAX_ORDER = 5
 NEWTON_MAXITER = 4
@@ -69,15 +79,18 @@ _KAPPA = np.array([0.0, -0.1850, -1 / 9, -0.0823, -0.0415, 0.0])
 GAMMA = np.concatenate((np.zeros(1), np.cumsum(1 / np.arange(1, MAX_ORDER + 1))))
 ALPHA = (1 - _KAPPA) * GAMMA
 ERROR_CONST = _KAPPA * GAMMA + 1 / np.arange(1, MAX_ORDER + 2)
+RECIPROCALS = 1 / np.arange(1, MAX_ORDER + 1)
 
 # Float workspace slots, int workspace slots, and the statuses of ``advance``.
-F_T, F_H_ABS, F_BOUND, F_SETTLE, F_SETTLED_AT = range(5)
-I_ORDER, I_EQUAL, I_NFEV, I_NJEV, I_NLU, I_LU_OK, I_STEPS = range(7)
+F_T, F_H_ABS, F_BOUND, F_SETTLE, F_T0 = range(5)
+I_ORDER, I_EQUAL, I_NFEV, I_NJEV, I_NLU, I_LU_OK, I_STEPS, I_BLOCK = range(8)
 REACHED, SETTLED, FULL, EDGE, TOO_SMALL, STARTED_SETTLED = range(6)
 
 #: IEEE results (inf, NaN) where Python would raise, as in the generated system: a trial
 #: state outside the domain makes the integrator retry a smaller step.
 _JIT = dict(cache=True, error_model="numpy", nogil=True)
+#: For the helpers evaluated once per step of every scan: numba inlines them in its IR.
+_INLINE = dict(_JIT, inline="always")
 
 
 @intrinsic
@@ -205,7 +218,20 @@ def _all_finite(x):
 
 
 @njit(**_JIT)
-def _initial_step(t0, t_bound, rtol, atol, args, iws, ws):
+def _rates(s, y, args, out, fws, iws):
+    """``out`` <- ``dy/ds`` of the system or block ``iws[I_BLOCK]`` in its time ``s``."""
+    t0 = fws[F_T0]
+    if t0 > 0.0:
+        t = t0 * math.expm1(s)
+        block_rhs(t, y, args, out, iws[I_BLOCK])
+        for i in range(y.size):
+            out[i] *= t0 + t  # dt/ds
+    else:
+        block_rhs(s, y, args, out, iws[I_BLOCK])
+
+
+@njit(**_JIT)
+def _initial_step(t0, t_bound, rtol, atol, args, fws, iws, ws):
     """SciPy's ``select_initial_step`` (Hairer, Norsett & Wanner, Sec. II.4), order 1, at
     ``(t0, ws.y)`` with ``ws.f = f(t0, y0)``."""
     y0, f0, scale, trial_y, f1 = ws.y, ws.f, ws.scale, ws.y_predict, ws.dy
@@ -216,7 +242,7 @@ def _initial_step(t0, t_bound, rtol, atol, args, iws, ws):
     h0 = min(h0, interval)
     for i in range(y0.size):
         trial_y[i] = y0[i] + h0 * f0[i]
-    rhs(t0 + h0, trial_y, args, f1)
+    _rates(t0 + h0, trial_y, args, f1, fws, iws)
     iws[I_NFEV] += 1
     for i in range(y0.size):
         f1[i] -= f0[i]
@@ -234,9 +260,9 @@ def _start(rtol, atol, args, fws, iws, d, jm, ws):
     t0, n = fws[F_T], d.shape[1]
     for i in range(n):
         ws.y[i] = d[0, i]
-    rhs(t0, ws.y, args, ws.f)
+    _rates(t0, ws.y, args, ws.f, fws, iws)
     iws[I_NFEV] += 1
-    h_abs = _initial_step(t0, fws[F_BOUND], rtol, atol, args, iws, ws)
+    h_abs = _initial_step(t0, fws[F_BOUND], rtol, atol, args, fws, iws, ws)
     for i in range(n):
         d[1, i] = ws.f[i] * h_abs
         for j in range(2, d.shape[0]):
@@ -245,7 +271,7 @@ def _start(rtol, atol, args, fws, iws, d, jm, ws):
             jm[i, j] = np.nan  # SciPy evaluates the Jacobian once at the start
     fws[F_H_ABS] = h_abs
     iws[I_ORDER], iws[I_EQUAL], iws[I_LU_OK] = 1, 0, 0
-    _jacobian(t0, ws.y, args, jm, iws, ws.trial)
+    _jacobian(t0, ws.y, args, jm, fws, iws, ws.trial)
 
 
 #: One native call's scratch arrays, so that no step allocates: vectors of the state's
@@ -278,7 +304,7 @@ def _workspace(scratch, n):
 
 
 @njit(**_JIT)
-def _newton(t_new, c, lu, piv, tol, args, iws, ws):
+def _newton(t_new, c, lu, piv, tol, args, fws, iws, ws):
     """SciPy's ``solve_bdf_system``: simplified Newton on the BDF equations.
 
     Reads ``ws.y_predict``, ``ws.psi``, ``ws.scale``; leaves the iterate in ``ws.y`` and
@@ -292,7 +318,7 @@ def _newton(t_new, c, lu, piv, tol, args, iws, ws):
     converged = False
     k = 0
     for k in range(NEWTON_MAXITER):
-        rhs(t_new, y, args, f)
+        _rates(t_new, y, args, f, fws, iws)
         iws[I_NFEV] += 1
         if not _all_finite(f):
             break
@@ -314,9 +340,12 @@ def _newton(t_new, c, lu, piv, tol, args, iws, ws):
 
 
 @njit(**_JIT)
-def _jacobian(t, y, args, jm, iws, trial):
-    """``jm`` <- the Jacobian at ``(t, y)``, unless it is not finite (then the last one stays)."""
-    jac(t, y, args, trial)
+def _jacobian(s, y, args, jm, fws, iws, trial):
+    """``jm`` <- the Jacobian at ``(s, y)`` in ``t`` (``d rates / dy``, without the factor
+    ``dt/ds``, which ``_step`` applies: a Jacobian that stays valid while ``dt/ds`` grows),
+    unless it is not finite (then the last one stays)."""
+    t0 = fws[F_T0]
+    block_jac(t0 * math.expm1(s) if t0 > 0.0 else s, y, args, trial, iws[I_BLOCK])
     iws[I_NJEV] += 1
     for i in range(trial.shape[0]):
         if not _all_finite(trial[i]):
@@ -357,19 +386,22 @@ def _step(rtol, atol, args, fws, iws, d, jm, lu, piv, ws):
             ws.y_predict[i], ws.psi[i] = yp, ps / ALPHA[order]
         _scale_of(ws.y_predict, rtol, atol, ws.scale)
         c = h / ALPHA[order]
+        if fws[F_T0] > 0.0:
+            iws[I_LU_OK] = 0  # dt/ds grows at every step: the factors are made anew
         while True:
-            if iws[I_LU_OK] == 0:  # lu <- the LU factors of I - c J
+            if iws[I_LU_OK] == 0:  # lu <- the LU factors of I - c (dt/ds) J
+                g = c * (fws[F_T0] * math.exp(t_new) if fws[F_T0] > 0.0 else 1.0)
                 for i in range(n):
                     for j in range(n):
-                        lu[i, j] = -c * jm[i, j]
+                        lu[i, j] = -g * jm[i, j]
                     lu[i, i] += 1.0
                 _lu_factor(lu, piv)
                 iws[I_NLU] += 1
                 iws[I_LU_OK] = 1
-            converged, n_iter = _newton(t_new, c, lu, piv, newton_tol, args, iws, ws)
+            converged, n_iter = _newton(t_new, c, lu, piv, newton_tol, args, fws, iws, ws)
             if converged or current_jac:
                 break
-            _jacobian(t_new, ws.y_predict, args, jm, iws, ws.trial)
+            _jacobian(t_new, ws.y_predict, args, jm, fws, iws, ws.trial)
             iws[I_LU_OK] = 0
             current_jac = True
         if not converged:
@@ -427,20 +459,22 @@ def _choose_order(order, error_norm, safety, fws, iws, d, ws):
 @njit(**_JIT)
 def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, ds, limit,
             scratch):
-    """Step until ``t`` reaches ``fws[F_BOUND]``, the state settles, the domain edge is
+    """Step until ``s`` reaches ``fws[F_BOUND]``, the state settles, the domain edge is
     crossed, ``limit`` steps are recorded, or the step becomes too small; the status.
 
-    The first call (``iws[I_ORDER] == 0``) starts at ``(fws[F_T], d[0])``.  Step
-    ``k`` (``1 <= k < limit``) is recorded as ``ts[k]``, ``hs[k]``, ``orders[k]``
-    and ``ds[k]`` (the differences of its interpolant).  ``fws[F_SETTLE] >= 0``
-    means settling is watched with the generated rule: ``STARTED_SETTLED`` if it
-    holds at the start, else ``SETTLED`` at the first step where it holds, with
-    ``fws[F_SETTLED_AT]`` the time in that step where it turns ``<= 0``.
+    Steps the system (``iws[I_BLOCK] = -1``) or one block of it in its time ``s``
+    (``fws[F_T0]``).  The first call (``iws[I_ORDER] == 0``) starts at
+    ``(fws[F_T], d[0])``.  Step ``k`` (``1 <= k < limit``) is recorded as ``ts[k]``,
+    ``hs[k]``, ``orders[k]`` and ``ds[k]`` (the differences of its interpolant).
+    ``fws[F_SETTLE] >= 0`` means settling is watched with the generated rule (the whole
+    system only): ``STARTED_SETTLED`` if it holds at the start, else ``SETTLED`` at the
+    first step where it holds.  The domain is watched for the whole system only.
     """
     ws = _workspace(scratch, d.shape[1])
     args, consts, fws, iws = _borrowed(args), _borrowed(consts), _borrowed(fws), _borrowed(iws)
     d, jm, lu, piv = _borrowed(d), _borrowed(jm), _borrowed(lu), _borrowed(piv)
     ts, hs, orders, ds = _borrowed(ts), _borrowed(hs), _borrowed(orders), _borrowed(ds)
+    whole = iws[I_BLOCK] < 0
     if iws[I_ORDER] == 0:
         _start(rtol, atol, args, fws, iws, d, jm, ws)
         if fws[F_SETTLE] >= 0 and settled_into(fws[F_T], ws.y, args, consts, ws.buffer) <= 0:
@@ -462,26 +496,28 @@ def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, 
             y[i] = d[0, i]
             for j in range(ds.shape[1]):
                 ds[k, j, i] = d[j, i] if j <= order else 0.0
-        if N_MARGINS:  # a domain condition violated: a margin <= 0
+        if N_MARGINS and whole:  # a domain condition violated: a margin <= 0
             margins(y, args, ws.buffer)
             for i in range(N_MARGINS):
                 if ws.buffer[i] <= 0:
                     return EDGE
         if fws[F_SETTLE] >= 0 and settled_into(fws[F_T], y, args, consts, ws.buffer) <= 0:
-            fws[F_SETTLED_AT] = _settle_time(args, consts, ts, hs, orders, ds, k, ws)
             return SETTLED
     return FULL
 
 
-@njit(**_JIT)
-def _dense_at(t, k, ts, hs, orders, ds, y):
-    """``y`` <- the interpolant of step ``k`` (ending at ``ts[k]``) at ``t``."""
+@njit(**_INLINE)
+def _dense_at(s, k, ts, hs, orders, ds, y):
+    """``y`` <- the interpolant of step ``k`` (ending at ``ts[k]``) at ``s``: SciPy's
+    ``BdfDenseOutput``, its products ``prod_j (s - (t_k - j h)) / ((1 + j) h)`` taken as
+    ``prod_j (x + j) / (1 + j)`` with ``x = (s - t_k) / h`` (one division, not ``order``)."""
     order = orders[k]
     for i in range(y.size):
         y[i] = ds[k, 0, i]
+    x = (s - ts[k]) / hs[k]
     p = 1.0
     for j in range(order):
-        p *= (t - (ts[k] - hs[k] * j)) / (hs[k] * (1 + j))
+        p *= (x + j) * RECIPROCALS[j]
         for i in range(y.size):
             y[i] += ds[k, j + 1, i] * p
 
@@ -500,17 +536,41 @@ def _first_at_or_after(ts, count, t):
     return lo
 
 
+@njit(**_INLINE)
+def _step_of(ts, count, s, hint):
+    """The step whose interpolant serves ``s``: the first ``k`` with ``ts[k] >= s``, within
+    ``[1, count - 1]``; searched forward from ``hint`` (the last answer, as in a scan of
+    increasing times) when ``s`` is not before that step, else by bisection."""
+    if 1 <= hint < count and ts[hint - 1] < s:
+        while hint < count - 1 and ts[hint] < s:
+            hint += 1
+        return hint
+    return min(max(_first_at_or_after(ts, count, s), 1), count - 1)
+
+
+@njit(**_INLINE)
+def _state_at(t, ts, hs, orders, ds, counts, t0s, index, y, part, hints):
+    """``y`` <- the state at time ``t``: each block's interpolant at its own ``s(t)``
+    (``hints``: each block's last step, updated)."""
+    for b in range(counts.size):
+        s = t if t0s[b] == 0.0 else math.log1p(t / t0s[b])
+        k = _step_of(ts[b], counts[b], s, hints[b])
+        hints[b] = k
+        _dense_at(s, k, ts[b], hs[b], orders[b], ds[b], part)
+        for i in range(index.shape[1]):
+            if index[b, i] >= 0:
+                y[index[b, i]] = part[i]
+
+
 @njit(**_JIT)
-def dense_into(times, ts, hs, orders, ds, count, out):
-    """``out[i]`` <- the dense output at ``times[i]`` (steps ``1..count-1`` recorded)."""
+def dense_into(times, ts, hs, orders, ds, counts, t0s, index, out):
+    """``out[i]`` <- the state at ``times[i]`` (the dense output of a record)."""
     times, ts, hs, orders, ds = (_borrowed(times), _borrowed(ts), _borrowed(hs),
                                  _borrowed(orders), _borrowed(ds))
-    y = np.empty(ds.shape[2])
+    counts, t0s, index, out = _borrowed(counts), _borrowed(t0s), _borrowed(index), _borrowed(out)
+    part, hints = np.empty(ds.shape[3]), np.zeros(counts.size, np.int64)
     for i in range(times.size):
-        k = min(max(_first_at_or_after(ts, count, times[i]), 1), count - 1)
-        _dense_at(times[i], k, ts, hs, orders, ds, y)
-        for j in range(y.size):
-            out[i, j] = y[j]
+        _state_at(times[i], ts, hs, orders, ds, counts, t0s, index, out[i], part, hints)
 
 
 @njit(**_JIT)
@@ -526,17 +586,15 @@ def _quantity(y, kind, index, args, buffer):
 
 
 @njit(**_JIT)
-def _root_in_step(k, kind, index, level, sign, args, ts, hs, orders, ds):
-    """First ``t`` in step ``k`` where ``sign (quantity - level)`` turns ``>= 0``:
+def _root_between(a, b, kind, index, level, sign, args, record, y, part, hints, buffer):
+    """First ``t`` in ``[a, b]`` where ``sign (quantity - level)`` turns ``>= 0``:
     regula falsi (Illinois) safeguarded by bisection, to a few ulps of ``t``."""
-    y = np.empty(ds.shape[2])
-    buffer = np.empty(N_SERIES)
-    a, b = ts[k - 1], ts[k]
-    _dense_at(a, k, ts, hs, orders, ds, y)
+    ts, hs, orders, ds, counts, t0s, where = record
+    _state_at(a, ts, hs, orders, ds, counts, t0s, where, y, part, hints)
     ga = sign * (_quantity(y, kind, index, args, buffer) - level)
     if ga >= 0:
         return a
-    _dense_at(b, k, ts, hs, orders, ds, y)
+    _state_at(b, ts, hs, orders, ds, counts, t0s, where, y, part, hints)
     gb = sign * (_quantity(y, kind, index, args, buffer) - level)
     if gb < 0:  # interpolation round-off at the step end: the step end is the crossing
         return b
@@ -547,7 +605,7 @@ def _root_in_step(k, kind, index, level, sign, args, ts, hs, orders, ds):
         m = (a * gb - b * ga) / (gb - ga)
         if not (a < m < b):
             m = 0.5 * (a + b)
-        _dense_at(m, k, ts, hs, orders, ds, y)
+        _state_at(m, ts, hs, orders, ds, counts, t0s, where, y, part, hints)
         gm = sign * (_quantity(y, kind, index, args, buffer) - level)
         if gm >= 0:
             b, gb = m, gm
@@ -565,19 +623,22 @@ def _root_in_step(k, kind, index, level, sign, args, ts, hs, orders, ds):
 
 
 @njit(**_JIT)
-def crossings(kinds, indices, levels, signs, args, ts, hs, orders, ds, count, out):
-    """``out[c]`` <- the first time crossing ``c`` happens (NaN: never), from the steps.
-
-    One pass over the steps, each step's series evaluated once for every pending crossing."""
-    args, ts, hs, orders, ds = (_borrowed(args), _borrowed(ts), _borrowed(hs),
-                                _borrowed(orders), _borrowed(ds))
-    y = np.empty(ds.shape[2])
-    buffers = np.empty((2, max(N_SERIES, 1)))
+def crossings(kinds, indices, levels, signs, args, steps, ts, hs, orders, ds, counts, t0s,
+              index, out):
+    """``out[c]`` <- the first time crossing ``c`` happens (NaN: never), from the state at
+    the (merged, increasing) step times ``steps``, each evaluated once for every pending
+    crossing."""
+    args, steps, ts, hs, orders, ds = (_borrowed(args), _borrowed(steps), _borrowed(ts),
+                                       _borrowed(hs), _borrowed(orders), _borrowed(ds))
+    counts, t0s, index = _borrowed(counts), _borrowed(t0s), _borrowed(index)
+    record = (ts, hs, orders, ds, counts, t0s, index)
+    y, part = np.empty(N_COORDINATES), np.empty(ds.shape[3])
+    hints, root_hints = np.zeros(counts.size, np.int64), np.zeros(counts.size, np.int64)
+    buffers = np.empty((3, max(N_SERIES, 1)))
     pending = kinds.size
     out[:] = np.nan
-    for k in range(count):
-        for i in range(y.size):
-            y[i] = ds[k, 0, i]
+    for m in range(steps.size):
+        _state_at(steps[m], ts, hs, orders, ds, counts, t0s, index, y, part, hints)
         state(y, args, buffers[0])
         observables(y, args, buffers[1])
         for c in range(kinds.size):
@@ -585,24 +646,54 @@ def crossings(kinds, indices, levels, signs, args, ts, hs, orders, ds, count, ou
                 continue
             value = y[indices[c]] if kinds[c] == 0 else buffers[kinds[c] - 1, indices[c]]
             if signs[c] * (value - levels[c]) >= 0:
-                out[c] = ts[0] if k == 0 else _root_in_step(
-                    k, kinds[c], indices[c], levels[c], signs[c], args, ts, hs, orders, ds)
+                out[c] = steps[0] if m == 0 else _root_between(
+                    steps[m - 1], steps[m], kinds[c], indices[c], levels[c], signs[c], args,
+                    record, y, part, root_hints, buffers[2])
                 pending -= 1
         if pending == 0:
             return
 
 
 @njit(**_JIT)
-def _settle_time(args, consts, ts, hs, orders, ds, k, ws):
-    """Where the generated stop rule turns ``<= 0`` inside step ``k``, by bisection."""
-    y, buffer = ws.dy, ws.buffer
-    a, b = ts[k - 1], ts[k]
-    _dense_at(a, k, ts, hs, orders, ds, y)
+def first_events(steps, start, args, consts, edges, rule, ts, hs, orders, ds, counts, t0s,
+                 index):
+    """``(m, what)``: the first ``m >= start`` where, at ``steps[m]``, a domain margin is
+    ``<= 0`` (``what = 0``; if ``edges``) or the generated stop rule holds (``what = 1``; if
+    ``rule``); ``(-1, -1)`` if neither happens."""
+    steps, ts, hs, orders, ds = (_borrowed(steps), _borrowed(ts), _borrowed(hs),
+                                 _borrowed(orders), _borrowed(ds))
+    args, consts, counts = _borrowed(args), _borrowed(consts), _borrowed(counts)
+    t0s, index = _borrowed(t0s), _borrowed(index)
+    y, part = np.empty(N_COORDINATES), np.empty(ds.shape[3])
+    hints = np.zeros(counts.size, np.int64)
+    buffer = np.empty(max(N_SERIES, 1))
+    for m in range(start, steps.size):
+        _state_at(steps[m], ts, hs, orders, ds, counts, t0s, index, y, part, hints)
+        if edges and N_MARGINS:
+            margins(y, args, buffer)
+            for i in range(N_MARGINS):
+                if buffer[i] <= 0:
+                    return m, 0
+        if rule and settled_into(steps[m], y, args, consts, buffer) <= 0:
+            return m, 1
+    return -1, -1
+
+
+@njit(**_JIT)
+def settle_time(a, b, args, consts, ts, hs, orders, ds, counts, t0s, index):
+    """Where the generated stop rule turns ``<= 0`` in ``[a, b]``, by bisection."""
+    ts, hs, orders, ds = _borrowed(ts), _borrowed(hs), _borrowed(orders), _borrowed(ds)
+    args, consts, counts = _borrowed(args), _borrowed(consts), _borrowed(counts)
+    t0s, index = _borrowed(t0s), _borrowed(index)
+    y, part = np.empty(N_COORDINATES), np.empty(ds.shape[3])
+    hints = np.zeros(counts.size, np.int64)
+    buffer = np.empty(max(N_SERIES, 1))
+    _state_at(a, ts, hs, orders, ds, counts, t0s, index, y, part, hints)
     if settled_into(a, y, args, consts, buffer) <= 0:
         return a
     while b - a > 4 * EPS * max(abs(a), abs(b)):
         m = 0.5 * (a + b)
-        _dense_at(m, k, ts, hs, orders, ds, y)
+        _state_at(m, ts, hs, orders, ds, counts, t0s, index, y, part, hints)
         if settled_into(m, y, args, consts, buffer) <= 0:
             b = m
         else:
@@ -613,22 +704,28 @@ def _settle_time(args, consts, ts, hs, orders, ds, k, ws):
 @njit(**_JIT)
 def series_into(ys, args, states, values):
     """State variables and observables (with the margins) at the rows of ``ys``."""
+    ys, args, states, values = _borrowed(ys), _borrowed(args), _borrowed(states), _borrowed(values)
     for i in range(ys.shape[0]):
         state(ys[i], args, states[i])
         observables(ys[i], args, values[i])
 
 
 @njit(**_JIT)
-def outputs(times, args, ts, hs, orders, ds, count, ys, states, values, kinds, indices,
-            levels, signs, crossed):
+def outputs(times, args, steps, ts, hs, orders, ds, counts, t0s, index, ys, states, values,
+            kinds, indices, levels, signs, crossed):
     """A finished run's outputs: the dense output at ``times`` into ``ys`` (its first row
-    the initial state, its last the final step when they coincide), the series at those
-    rows, and the crossing times into ``crossed``."""
-    dense_into(times, ts, hs, orders, ds, count, ys)
+    the initial state; a block's last step exactly where it ends at the last time), the
+    series at those rows, and the crossing times into ``crossed``."""
+    dense_into(times, ts, hs, orders, ds, counts, t0s, index, ys)
     last = ys.shape[0] - 1
-    for i in range(ys.shape[1]):
-        ys[0, i] = ds[0, 0, i]
-        if ts[count - 1] == times[last]:  # the last step exactly, not its interpolant
-            ys[last, i] = ds[count - 1, 0, i]
+    for b in range(counts.size):
+        end = ts[b, counts[b] - 1]
+        at_end = (end if t0s[b] == 0.0 else t0s[b] * math.expm1(end)) == times[last]
+        for i in range(index.shape[1]):
+            if index[b, i] >= 0:
+                ys[0, index[b, i]] = ds[b, 0, 0, i]
+                if at_end:
+                    ys[last, index[b, i]] = ds[b, counts[b] - 1, 0, i]
     series_into(ys, args, states, values)
-    crossings(kinds, indices, levels, signs, args, ts, hs, orders, ds, count, crossed)
+    crossings(kinds, indices, levels, signs, args, steps, ts, hs, orders, ds, counts, t0s,
+              index, crossed)

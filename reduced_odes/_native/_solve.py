@@ -5,6 +5,14 @@ up to ``_T_MAX``) until the stop rule first turns ``<= 0`` at ``t_s``, then on
 to ``(1 + tail) t_s``; a fixed ``t_end`` instead if given; a state that starts
 settled runs to the first horizon; a domain margin ``<= 0`` on an accepted
 step is a :class:`DomainError` at the crossing time.
+
+A system whose derivation declares independent blocks
+(:class:`~reduced_odes.Block`) is integrated one leg per block, each with its
+own steps in its own time variable; the stop rule and the domain are then
+checked on the state at the union of the blocks' step times, and each leg is
+stepped on to a common horizon until the rule holds.  The pure path integrates
+the whole system (LSODA needs more steps per block in log time than for the
+whole system at the default settings; see the README's Performance section).
 """
 
 from __future__ import annotations
@@ -34,7 +42,8 @@ _D_ROWS = 8
 
 @dataclass
 class _Record:
-    """The accepted steps: step ``k`` ends at ``ts[k]``; its interpolant is ``ds[k]``."""
+    """One leg's accepted steps in its time ``s``: step ``k`` ends at ``ts[k]``; its
+    interpolant is ``ds[k]``."""
 
     ts: np.ndarray
     hs: np.ndarray
@@ -62,23 +71,6 @@ class _Record:
                        self.count)
 
 
-class BdfSolution:
-    """Dense output of a native run, called like :class:`scipy.integrate.OdeSolution`."""
-
-    def __init__(self, twin, record: _Record):
-        count = record.count
-        self._twin, self.count = twin, count
-        self.ts, self.hs = record.ts[:count].copy(), record.hs[:count].copy()
-        self.orders, self.ds = record.orders[:count].copy(), record.ds[:count].copy()
-
-    def __call__(self, t):
-        t = np.asarray(t, dtype=float)
-        flat = np.atleast_1d(t)
-        out = np.empty((flat.size, self.ds.shape[2]))
-        self._twin.dense_into(flat, self.ts, self.hs, self.orders, self.ds, self.count, out)
-        return out[0] if t.ndim == 0 else out.T
-
-
 def _twin_for(model, params, variant, problem: Problem):
     """The twin (with the model's stop rule compiled in, if it is a :class:`SettledRule`) and
     the rule's constants."""
@@ -90,19 +82,34 @@ def _twin_for(model, params, variant, problem: Problem):
 
 
 class _Leg:
-    """Workspaces of the integrator, resumable across native calls."""
+    """Workspaces of the integrator for the system or one block, resumable across calls.
 
-    def __init__(self, twin, problem: Problem, constants: np.ndarray, bound: float):
-        n = problem.y0.size
-        self.twin, self.problem, self.constants = twin, problem, constants
+    ``index``: the block's coordinates (None: the whole system); ``t0``: its log time
+    (0: it is stepped in ``t`` itself)."""
+
+    def __init__(self, twin, problem: Problem, constants: np.ndarray, bound: float,
+                 index: tuple[int, ...] | None = None, block: int = -1, t0: float = 0.0):
+        self.index = np.arange(problem.y0.size) if index is None else np.array(index)
+        y0 = problem.y0[self.index]
+        n = y0.size
+        self.twin, self.problem, self.constants, self.t0 = twin, problem, constants, t0
         self.args = np.array(problem.args, dtype=float)
-        self.fws, self.iws = np.zeros(5), np.zeros(7, np.int64)
+        self.fws, self.iws = np.zeros(5), np.zeros(8, np.int64)
         self.d, self.jm = np.zeros((_D_ROWS, n)), np.zeros((n, n))
         self.lu, self.piv = np.zeros((n, n)), np.zeros(n, np.int64)
         self.scratch = np.zeros(twin.scratch_size(n))
-        self.record = _Record.empty(problem.y0, _CAPACITY)
-        self.d[0] = problem.y0  # the first native call starts here, at t = 0
-        self.fws[twin.F_BOUND] = bound
+        self.record = _Record.empty(y0, _CAPACITY)
+        self.d[0] = y0  # the first native call starts here, at t = 0
+        self.fws[twin.F_T0], self.iws[twin.I_BLOCK] = t0, block
+        self.set_bound(bound, watch=False)
+
+    def s_of(self, t: float) -> float:
+        return t if not self.t0 else math.log1p(t / self.t0)
+
+    def times(self) -> np.ndarray:
+        """The recorded step times, in ``t``."""
+        s = self.record.ts[:self.record.count]
+        return s if not self.t0 else self.t0 * np.expm1(s)
 
     def advance(self, limit: int) -> int:
         """Native steps up to the workspaces' bound or ``limit`` recorded steps; the status."""
@@ -114,88 +121,259 @@ class _Leg:
                                    r.orders, r.ds, limit, self.scratch)
         r.count = int(self.iws[self.twin.I_STEPS]) + 1
         if r.count > _MAX_STEPS:
-            raise DomainError(f"native BDF stopped at t={r.ts[r.count - 1]:.6g}: more than "
-                              f"{_MAX_STEPS} steps; {p.describe(r.ds[r.count - 1, 0])}")
+            raise DomainError(f"native BDF stopped at t={self.times()[-1]:.6g}: more than "
+                              f"{_MAX_STEPS} steps; {self.describe()}")
+        if status == self.twin.TOO_SMALL:
+            raise DomainError(f"native BDF stopped after the step to t={self.times()[-1]:.6g}:"
+                              f" the step size became too small; last accepted "
+                              f"{self.describe()}")
         return int(status)
+
+    def describe(self) -> str:
+        r, p = self.record, self.problem
+        if self.index.size == p.y0.size:
+            return p.describe(r.ds[r.count - 1, 0])
+        values = ", ".join(f"{v:.6g}" for v in r.ds[r.count - 1, 0])
+        names = ", ".join(p.system.coordinate_names[i] for i in self.index)
+        return f"({names}) = ({values}); {p.label}"
+
+    def run_to(self, bound: float) -> None:
+        """Step on until the bound (in ``t``)."""
+        self.set_bound(bound, watch=False)
+        while self.advance(max(self.record.ts.size, self.record.count + 1)) != \
+                self.twin.REACHED:
+            pass
 
     @property
     def bound(self) -> float:
-        return float(self.fws[self.twin.F_BOUND])
+        s = float(self.fws[self.twin.F_BOUND])
+        return s if not self.t0 else self.t0 * math.expm1(s)
 
     def set_bound(self, bound: float, watch: bool) -> None:
-        self.fws[self.twin.F_BOUND] = bound
+        self.fws[self.twin.F_BOUND] = self.s_of(bound)
         self.fws[self.twin.F_SETTLE] = 0.0 if watch else -1.0
 
-
-def _python_settle(leg: _Leg, first: int) -> tuple[float, int] | None:
-    """``(t_s, k)``: where the model's Python rule first holds among steps ``first..``."""
-    r, settled = leg.record, leg.problem.settled
-    k = next((k for k in range(first, r.count) if settled(float(r.ts[k]), r.ds[k, 0]) <= 0),
-             None)
-    if k is None:
-        return None
-    dense = BdfSolution(leg.twin, r)
-    return root_in_step(lambda s: (s, dense(s)), lambda ty: -settled(*ty), float(r.ts[k - 1]),
-                        float(r.ts[k])), k
+    @property
+    def stats(self) -> np.ndarray:
+        return self.iws[[self.twin.I_NFEV, self.twin.I_NJEV, self.twin.I_NLU]]
 
 
-def _raise_edge(leg: _Leg) -> None:
-    r, p = leg.record, leg.problem
-    dense = BdfSolution(leg.twin, r)
-    t_edge = root_in_step(dense, lambda v: -min(p.margins(v)), float(r.ts[r.count - 2]),
-                          float(r.ts[r.count - 1]))
-    raise p.edge_error(t_edge, dense(t_edge))
+def _legs(twin, problem: Problem, constants: np.ndarray) -> list[_Leg]:
+    """One leg for the whole system, or one per declared block."""
+    bound = problem.t_end if problem.t_end else problem.horizon
+    system = problem.system
+    if not system.blocks:
+        return [_Leg(twin, problem, constants, bound)]
+    return [_Leg(twin, problem, constants, bound, index, b, t0 or 0.0)
+            for b, (index, t0) in enumerate(zip(system.blocks, system.log_times, strict=True))]
 
 
-def _integrate(twin, problem: Problem, constants: np.ndarray) -> tuple[_Leg, float]:
-    """Step until the end of the run; the integrator and the end time."""
+def _stacked(legs: list[_Leg]) -> tuple[np.ndarray, ...]:
+    """The legs' records as the twin's stacked record ``(ts, hs, orders, ds, counts, t0s,
+    index)`` (views for a single leg)."""
+    if len(legs) == 1:
+        r = legs[0].record
+        return (r.ts[None], r.hs[None], r.orders[None], r.ds[None], np.array([r.count]),
+                np.zeros(1), legs[0].index[None])
+    counts = np.array([leg.record.count for leg in legs])
+    width = max(leg.index.size for leg in legs)
+    size = int(counts.max())
+    ts, hs = np.zeros((len(legs), size)), np.ones((len(legs), size))
+    orders = np.zeros((len(legs), size), np.int64)
+    ds = np.zeros((len(legs), size, 6, width))
+    index = np.full((len(legs), width), -1)
+    for b, leg in enumerate(legs):
+        r, count, n = leg.record, leg.record.count, leg.index.size
+        ts[b, :count], hs[b, :count], orders[b, :count] = r.ts[:count], r.hs[:count], \
+            r.orders[:count]
+        ds[b, :count, :, :n] = r.ds[:count]
+        index[b, :n] = leg.index
+    return ts, hs, orders, ds, counts, np.array([leg.t0 for leg in legs]), index
+
+
+def _steps(legs: list[_Leg]) -> np.ndarray:
+    """The union of the legs' step times, increasing."""
+    if len(legs) == 1:
+        return legs[0].times()
+    return np.unique(np.concatenate([leg.times() for leg in legs]))
+
+
+class _Merged:
+    """The legs' records so far, as one run: the merged step times and the stacked record."""
+
+    def __init__(self, legs: list[_Leg]):
+        self.steps, self.record = _steps(legs), _stacked(legs)
+        self.twin, self.args, self.problem = legs[0].twin, legs[0].args, legs[0].problem
+
+    def first_events(self, start: int, constants: np.ndarray, edges: bool,
+                     rule: bool) -> tuple[int, int]:
+        """The twin's ``first_events`` from merged step ``start``: ``(m, what)``."""
+        m, what = self.twin.first_events(self.steps, start, self.args, constants, edges, rule,
+                                         *self.record)
+        return int(m), int(what)
+
+    def dense(self) -> BdfSolution:
+        return BdfSolution(self.twin, self.record, self.problem.y0.size)
+
+    def raise_edge(self, m: int) -> None:
+        """The :class:`DomainError` of a margin ``<= 0`` first at merged step ``m``."""
+        p, dense = self.problem, self.dense()
+        a, b = float(self.steps[max(m - 1, 0)]), float(self.steps[m])
+        t_edge = root_in_step(dense, lambda v: -min(p.margins(v)), a, b)
+        raise p.edge_error(t_edge, dense(t_edge))
+
+
+class BdfSolution:
+    """Dense output of a native run, called like :class:`scipy.integrate.OdeSolution`."""
+
+    def __init__(self, twin, record: tuple[np.ndarray, ...], size: int):
+        self._twin, self._size = twin, size
+        ts, hs, orders, ds, counts, t0s, index = record
+        used = int(counts.max())
+        self._record = (ts[:, :used].copy(), hs[:, :used].copy(), orders[:, :used].copy(),
+                        ds[:, :used].copy(), counts.copy(), t0s.copy(), index.copy())
+
+    def __call__(self, t):
+        t = np.asarray(t, dtype=float)
+        flat = np.atleast_1d(t)
+        out = np.empty((flat.size, self._size))
+        self._twin.dense_into(flat, *self._record, out)
+        return out[0] if t.ndim == 0 else out.T
+
+
+class _Rule:
+    """The stop rule on the merged state at step times: compiled, or the model's Python one."""
+
+    def __init__(self, twin, problem: Problem, constants: np.ndarray):
+        self.twin, self.problem, self.constants = twin, problem, constants
+        self.native = bool(twin.HAS_SETTLED_RULE)
+
+    def first(self, merged: _Merged, start: int) -> int:
+        """The first ``m >= start`` where the rule holds at ``merged.steps[m]``; -1 if none."""
+        if self.native:
+            return merged.first_events(start, self.constants, False, True)[0]
+        steps, settled = merged.steps, self.problem.settled
+        rows = merged.dense()(steps[start:]).T
+        return next((start + i for i, y in enumerate(rows) if settled(float(steps[start + i]),
+                                                                      y) <= 0), -1)
+
+    def time(self, merged: _Merged, a: float, b: float) -> float:
+        """Where the rule turns ``<= 0`` in ``[a, b]``."""
+        if self.native:
+            return float(self.twin.settle_time(a, b, merged.args, self.constants,
+                                               *merged.record))
+        dense, settled = merged.dense(), self.problem.settled
+        return root_in_step(lambda s: (s, dense(s)), lambda ty: -settled(*ty), a, b)
+
+    def end(self, merged: _Merged, m: int) -> float:
+        """The run's end once the rule first holds at merged step ``m``: ``(1 + tail) t_s``."""
+        steps = merged.steps
+        t_s = self.time(merged, float(steps[m - 1]), float(steps[m]))
+        return max(t_s * (1 + self.problem.tail), float(steps[m]))
+
+
+def _integrate(twin, problem: Problem, rule: _Rule, leg: _Leg) -> float:
+    """Step the whole system until the end of the run; the end time.
+
+    The compiled rule and the domain are watched natively at every step; a Python rule
+    is applied after each chunk of ``_CHUNK`` steps."""
     fixed = problem.t_end is not None
-    native_rule = bool(twin.HAS_SETTLED_RULE)
-    if not fixed and not native_rule and problem.settled(0.0, problem.y0) <= 0:
+    if not fixed and not rule.native and problem.settled(0.0, problem.y0) <= 0:
         fixed = True  # started settled: to the first horizon (a native rule says so itself)
-    leg = _Leg(twin, problem, constants, problem.t_end if problem.t_end else problem.horizon)
-    leg.set_bound(leg.bound, watch=native_rule and not fixed)
-    checked, t_end = 1, None
+    leg.set_bound(leg.bound, watch=rule.native and not fixed)
+    checked = 1
     while True:
-        python_rule = not fixed and not native_rule
+        python_rule = not fixed and not rule.native
         count = leg.record.count
         limit = count + _CHUNK if python_rule else max(leg.record.ts.size, count + 1)
         status = leg.advance(limit)
-        r = leg.record
-        if status == twin.TOO_SMALL:
-            raise DomainError(f"native BDF stopped after the step to t={r.ts[r.count - 1]:.6g}: "
-                              f"the step size became too small; last accepted "
-                              f"{problem.describe(r.ds[r.count - 1, 0])}")
+        count = leg.record.count
         if status == twin.EDGE:
-            _raise_edge(leg)
+            _Merged([leg]).raise_edge(count - 1)
         if python_rule:
-            found = _python_settle(leg, checked)
-            checked = r.count
-            if found is not None:
-                t_s, k = found
-                fixed, t_end = True, max(t_s * (1 + problem.tail), float(r.ts[k]))
-                leg.set_bound(t_end, watch=False)
-                if r.ts[r.count - 1] >= t_end:
-                    return leg, t_end
+            merged = _Merged([leg])
+            m = rule.first(merged, checked)
+            checked = count
+            if m >= 0:
+                end = rule.end(merged, m)
+                fixed = True
+                leg.set_bound(end, watch=False)
+                if leg.times()[-1] >= end:
+                    return end
                 continue
         if status == twin.STARTED_SETTLED:
             fixed = True
             leg.set_bound(leg.bound, watch=False)
             continue
         if status == twin.SETTLED:
-            k = r.count - 1
-            t_s = float(leg.fws[twin.F_SETTLED_AT])
-            fixed, t_end = True, max(t_s * (1 + problem.tail), float(r.ts[k]))
-            leg.set_bound(t_end, watch=False)
+            fixed = True
+            leg.set_bound(rule.end(_Merged([leg]), count - 1), watch=False)
             continue
         if status != twin.REACHED:  # the record is full, or a chunk of the Python rule ended
             continue
         if fixed:
-            return leg, leg.bound
-        if leg.bound >= _T_MAX:
-            raise DomainError(f"{problem.label} did not settle before t={_T_MAX:g}; "
-                              f"{problem.describe(r.ds[r.count - 1, 0])}")
-        leg.set_bound(min(4 * leg.bound, _T_MAX), watch=native_rule)
+            return leg.bound
+        _extend([leg], problem)
+        leg.set_bound(leg.bound, watch=rule.native)
+
+
+def _extend(legs: list[_Leg], problem: Problem) -> None:
+    """Move the legs' common horizon x4 (up to ``_T_MAX``), or fail there."""
+    bound = legs[0].bound
+    if bound >= _T_MAX:
+        r = legs[0]
+        raise DomainError(f"{problem.label} did not settle before t={_T_MAX:g}; "
+                          f"{r.describe()}")
+    for leg in legs:
+        leg.set_bound(min(4 * bound, _T_MAX), watch=False)
+
+
+def _integrate_blocks(twin, problem: Problem, rule: _Rule,
+                      legs: list[_Leg]) -> tuple[float, _Merged]:
+    """Step every block to a common horizon, check the rule and the domain on the merged
+    state, and extend until the rule holds; the end time and the merged run.
+
+    The domain is checked at every merged step up to the end (not beyond, where the
+    blocks may have stepped on to the horizon)."""
+    fixed, bound = problem.t_end is not None, legs[0].bound
+    checked = 0  # merged steps whose state has been checked
+    while True:
+        for leg in legs:
+            leg.run_to(bound)
+        merged = _Merged(legs)
+        end, clean = (bound, checked) if fixed else _settle_end(rule, merged, checked, bound)
+        steps = merged.steps
+        upto = steps.size if end is None else min(int(np.searchsorted(steps, end)) + 1,
+                                                   steps.size)
+        if problem.system.domain_labels and clean < upto:
+            edge = merged.first_events(clean, rule.constants, True, False)[0]
+            if 0 <= edge < upto:
+                merged.raise_edge(edge)
+        checked = upto
+        if end is None:
+            _extend(legs, problem)
+            bound = legs[0].bound
+        elif end <= bound:
+            return end, merged
+        else:
+            fixed, bound = True, end
+
+
+def _settle_end(rule: _Rule, merged: _Merged, start: int,
+                horizon: float) -> tuple[float | None, int]:
+    """``(end, clean)``: the run's end if the rule holds at a merged step from ``start``
+    (``horizon`` if it holds at the start), else None; the domain holds at the steps
+    before ``clean``.  A compiled rule is scanned together with the domain."""
+    if rule.native:
+        m, what = merged.first_events(start, rule.constants, True, True)
+        if what == 0:
+            merged.raise_edge(m)
+        clean = merged.steps.size if m < 0 else m
+    else:
+        m, clean = rule.first(merged, start), start
+    if m < 0:
+        return None, clean
+    return (horizon if m == 0 else rule.end(merged, m)), clean if m else 0
 
 
 def _crossing_arrays(system, crossings) -> tuple[np.ndarray, ...]:
@@ -228,8 +406,13 @@ def _named_series(system, y: np.ndarray, states: np.ndarray,
 def solve_native(model, params, variant, solver, thresholds, problem: Problem) -> Trajectory:
     """See :func:`reduced_odes._native.solve_native`."""
     twin, constants = _twin_for(model, params, variant, problem)
-    leg, t_end = _integrate(twin, problem, constants)
-    r, system, args = leg.record, problem.system, leg.args
+    legs, rule = _legs(twin, problem, constants), _Rule(twin, problem, constants)
+    if len(legs) == 1:
+        t_end = _integrate(twin, problem, rule, legs[0])
+        merged = _Merged(legs)
+    else:
+        t_end, merged = _integrate_blocks(twin, problem, rule, legs)
+    system, args = problem.system, legs[0].args
     t = output_times(t_end, solver.n_output)
     y = np.empty((t.size, problem.y0.size))
     states = np.empty((t.size, max(len(system.state_names), 1)))
@@ -238,15 +421,15 @@ def solve_native(model, params, variant, solver, thresholds, problem: Problem) -
                                                        problem.args).items()}
     crossings = model.phases(params, variant, initial, thresholds)
     times = np.empty(len(crossings))
-    twin.outputs(t, args, r.ts, r.hs, r.orders, r.ds, r.count, y, states, values,
+    twin.outputs(t, args, merged.steps, *merged.record, y, states, values,
                  *_crossing_arrays(system, crossings), times)
     series = _named_series(system, y, states, values)
-    # Steps past t_end (a chunk's overshoot under the Python stop rule) are not the run's.
+    # Steps past t_end (a chunk's overshoot under the Python stop rule, or a block's past
+    # the common end) are not the run's.
     phases = {c.name: float(v) if v <= t_end else math.nan
               for c, v in zip(crossings, times, strict=True)}
-    iws = leg.iws
-    stats = SolverStats("BDF (native)", solver.rtol, solver.atol, nfev=int(iws[twin.I_NFEV]),
-                        njev=int(iws[twin.I_NJEV]), nlu=int(iws[twin.I_NLU]),
-                        steps=int(np.searchsorted(r.ts[:r.count], t_end)))
+    nfev, njev, nlu = (int(v) for v in sum(leg.stats for leg in legs))
+    stats = SolverStats("BDF (native)", solver.rtol, solver.atol, nfev=nfev, njev=njev, nlu=nlu,
+                        steps=sum(int(np.searchsorted(leg.times(), t_end)) for leg in legs))
     return trajectory(model, (params, variant, solver, thresholds), problem, t, series,
-                      (crossings, phases), stats, BdfSolution(twin, r))
+                      (crossings, phases), stats, merged.dense())

@@ -30,7 +30,7 @@ from .._compile import CompiledSystem, atomic_write
 __all__ = ["load_twin", "twin_source"]
 
 #: Bump when the twin's shape changes.
-TWIN_VERSION = "4"
+TWIN_VERSION = "5"
 _TEMPLATE = Path(__file__).with_name("_bdf.py")
 #: Generated functions, with the leading arguments they keep (``t`` for the flow).
 _FUNCTIONS = {"rhs": ("t", "y"), "jac": ("t", "y"), "margins": ("y",), "state": ("y",),
@@ -60,8 +60,15 @@ def _stores(value: ast.expr) -> list[ast.stmt]:
     return [ast.Assign([_indexed("out", i)], e) for i, e in enumerate(rows)]
 
 
+def _kept(name: str) -> tuple[str, ...] | None:
+    """The leading arguments a generated function keeps; None if the twin has no use for it."""
+    if name.startswith(("rhs_block", "jac_block")):
+        return _FUNCTIONS["rhs"]
+    return _FUNCTIONS.get(name)
+
+
 def _native_function(node: ast.FunctionDef) -> ast.FunctionDef:
-    kept = _FUNCTIONS[node.name]
+    kept = _kept(node.name)
     parameters = [a.arg for a in node.args.args[len(kept):]]
     unpack, *body, result = node.body
     assert isinstance(unpack, ast.Assign) and isinstance(result, ast.Return), node.name
@@ -84,6 +91,20 @@ def _kernel_imports(tree: ast.Module) -> tuple[list[str], str]:
             lines.append(f"{', '.join(names)}, = jit_kernels({node.module!r}, {names!r})")
             sources.append(inspect.getsource(importlib.import_module(node.module)))
     return lines, "".join(sources)
+
+
+def _block_dispatch(count: int) -> str:
+    """``block_rhs`` and ``block_jac(t, y, args, out, block)``: the flow of block ``block``
+    (``-1``: the whole system), so that one compiled integrator serves every block."""
+    parts = []
+    for kind in ("rhs", "jac"):
+        lines = [_DECORATOR, f"def block_{kind}(t, y, args, out, block):"]
+        for b in range(count):
+            lines += [f"    {'if' if b == 0 else 'elif'} block == {b}:",
+                      f"        {kind}_block{b}(t, y, args, out)", "        return"]
+        lines.append(f"    {kind}(t, y, args, out)")
+        parts.append("\n".join(lines))
+    return "\n\n\n".join(parts)
 
 
 def _settled_source(system: CompiledSystem, rule) -> str:
@@ -124,7 +145,7 @@ def twin_source(system: CompiledSystem, rule=None) -> tuple[str, str]:
     tree = ast.parse(text)
     kernels, kernel_source = _kernel_imports(tree)
     functions = [_native_function(node) for node in tree.body
-                 if isinstance(node, ast.FunctionDef) and node.name in _FUNCTIONS]
+                 if isinstance(node, ast.FunctionDef) and _kept(node.name)]
     n_margins = len(system.domain_labels)
     n_series = max(len(system.state_names), len(system.observable_names) + n_margins, 1)
     generated = "\n\n".join(f"{_DECORATOR}\n{ast.unparse(ast.fix_missing_locations(f))}"
@@ -140,10 +161,11 @@ def twin_source(system: CompiledSystem, rule=None) -> tuple[str, str]:
         f"{system.variant!r}; twin key {key}. Do not edit.",
         "from reduced_odes._native._kernels import jit_kernels  # noqa: E402",
         *kernels,
+        f"N_COORDINATES = {system.size}",
         f"N_MARGINS = {n_margins}",
         f"N_SERIES = {n_series}",
         f"HAS_SETTLED_RULE = {rule is not None}",
-        "", generated, "", settled, ""])
+        "", generated, "", _block_dispatch(len(system.blocks)), "", settled, ""])
     return body, key
 
 

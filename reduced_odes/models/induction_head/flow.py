@@ -20,7 +20,14 @@ from functools import cache
 import sympy as sp
 
 from ..._positions import SEQ_LEN
-from ..._symbolic import CoordinateChange, Derivation, Identity, assert_same, gradient_flow
+from ..._symbolic import (
+    Block,
+    CoordinateChange,
+    Derivation,
+    Identity,
+    assert_same,
+    gradient_flow,
+)
 from .declaration import ALPHA, P1, W_K, W_KQ, W_Q, W_V1, W_V2, WSTAR, P
 from .losses import InductionHeadLosses, derive_losses, derive_stage1_loss
 
@@ -116,6 +123,13 @@ def derive_stage1_flow() -> sp.Expr:
 KERNELS = "reduced_odes.models.induction_head.kernels"
 
 
+#: The 4-gram block and the induction-head block are uncoupled (asserted by
+#: ``gradient_flow``).  The 4-gram block ends in an algebraic tail, ``L_G4 ~ 1/(4t)``,
+#: followed in ``s = ln(1 + t/10)``; 10 is a numerical choice (fewest native steps among
+#: 0.1, 1, 10 and 100 at L = 1e2..1e7), not part of the model.
+BLOCKS = (Block(("w_v1", "p"), log_time=10.0), Block(("w_v2", "log_w_kq")))
+
+
 @cache
 def derivation(closure: str) -> Derivation:
     """The compiler's view of :func:`derive_flow`: state, loss, metric, coordinates, observables.
@@ -143,4 +157,4 @@ def derivation(closure: str) -> Derivation:
                          metric=metric, rhs=flow.reduced_rhs, coordinates=(to_log,),
                          observables={"L_G4": losses.four_gram, "L_IH": losses.induction},
                          domain=losses.domain, identities=identities, kernels=KERNELS,
-                         check={P: (-2.0, 2.0)})
+                         check={P: (-2.0, 2.0)}, blocks=BLOCKS)

@@ -1,0 +1,133 @@
+"""Independent blocks (:class:`~reduced_odes.Block`): asserted when derived, compiled one
+function pair per block, and integrated natively one leg per block in its own time.
+
+The sample model is two uncoupled decays with exact solutions, ``x(t) = e^{-t}`` (in
+log time) and ``y(t) = 1 - e^{-t}``, a domain condition ``x > floor`` and a stop rule
+in Python.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from reduced_odes import (
+    Block,
+    Crossing,
+    DerivationError,
+    DomainError,
+    Model,
+    Parameters,
+    SolverConfig,
+    gradient_flow,
+    interval,
+    load_system,
+    parameter,
+    solve,
+)
+from reduced_odes._backend import native_available
+
+X, Y, FLOOR = sp.symbols("x y floor", real=True)
+BLOCKS = (Block(("x",), log_time=1.0), Block(("y",)))
+
+
+@dataclass(frozen=True)
+class DecayParams(Parameters):
+    floor: float = parameter(1e-300, interval(0.0, 0.5, closed="lo"), "domain: x > floor")
+
+
+class TwoDecays(Model):
+    name = "two_decays"
+    description = "two uncoupled exponential decays"
+    Params = DecayParams
+
+    def derive(self, variant):
+        return gradient_flow((X, Y), (X**2 + (Y - 1) ** 2) / 2, parameters=(FLOOR,),
+                             domain=(X > FLOOR,), blocks=BLOCKS)
+
+    def parameter_values(self, params, variant):
+        return (params.floor,)
+
+    def initial_state(self, params, variant):
+        return (1.0, 0.0)
+
+    def phases(self, params, variant, initial, thresholds):
+        return [Crossing("T_x", "x", 0.5, -1), Crossing("T_y", "y", 0.9)]
+
+    def settled(self, params, variant):
+        return lambda t, y: max(abs(y[0]) - 1e-6, abs(y[1] - 1) - 1e-6)
+
+    def horizon(self, params, variant):
+        return 1.0  # short: the run must extend its horizon to settle
+
+
+MODEL = TwoDecays()
+
+
+def test_blocks_are_compiled_one_function_pair_each():
+    system = load_system(MODEL)
+    assert system.blocks == ((0,), (1,)) and system.log_times == (1.0, None)
+    namespace: dict = {}  # the block functions live in the generated module, beside rhs
+    exec(compile(system.path.read_text(), str(system.path), "exec"), namespace)
+    y, args = [0.3, 0.2], (1e-300,)
+    full = system.rhs(0.0, y, *args)
+    assert namespace["rhs_block0"](0.0, [y[0]], *args) == [full[0]]
+    assert namespace["rhs_block1"](0.0, [y[1]], *args) == [full[1]]
+    assert namespace["jac_block1"](0.0, [y[1]], *args) == [[system.jac(0.0, y, *args)[1][1]]]
+
+
+@pytest.mark.parametrize("blocks, words", [
+    ((Block(("x",)), Block(("y",))), ["flow of x depends on y"]),
+    ((Block(("x", "y")), Block(("y",))), ["must list each coordinate", "once"]),
+    ((Block(("x",), log_time=-1.0), Block(("y",))), ["log_time=-1.0", "positive"]),
+])
+def test_a_wrong_declaration_is_a_derivation_error(blocks, words):
+    coupled = (X**2 + (Y - 1) ** 2 + X * Y) / 2
+    loss = coupled if "depends" in words[0] else (X**2 + (Y - 1) ** 2) / 2
+    with pytest.raises(DerivationError) as error:
+        gradient_flow((X, Y), loss, parameters=(), blocks=blocks)
+    assert all(w in str(error.value) for w in words), str(error.value)
+
+
+native = pytest.mark.skipif(not native_available(),
+                            reason="numba is not installed (the [fast] extra)")
+
+
+@pytest.fixture(scope="module")
+def _lasting_cache():
+    """As in test_native.py: numba's machine code outlives the session (keyed by hashes)."""
+    mp = pytest.MonkeyPatch()
+    lasting = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    mp.setenv("REDUCED_ODES_CACHE", str(lasting / "reduced-odes-native-tests"))
+    yield
+    mp.undo()
+
+
+@native
+def test_each_block_in_its_own_time_gives_the_exact_solution(_lasting_cache):
+    traj = solve(DecayParams(), solver=SolverConfig(backend="numba"), model=MODEL)
+    # Root-finding on the dense output of rtol-1e-10 runs: 1e-8 relative.
+    assert traj.phases["T_x"] == pytest.approx(math.log(2), rel=1e-8)
+    assert traj.phases["T_y"] == pytest.approx(math.log(10), rel=1e-8)
+    # Settled when both are within 1e-6 of their limits, at ln(1e6); the run goes on as long.
+    # Near 1e-6 the states carry absolute errors of ~1e-10 (atol 1e-12 over hundreds of
+    # steps), so t_settle is as sharp as 1e-10 / 1e-6: 1e-4.
+    assert traj.t[-1] == pytest.approx(2 * math.log(1e6), rel=1e-4)
+    t = traj.t[1:]
+    # rtol 1e-10 per step, accumulated over the run: 1e-8 relative, 1e-9 absolute.
+    assert np.allclose(traj.series["x"][1:], np.exp(-t), rtol=1e-8, atol=1e-9)
+    assert np.allclose(traj.series["y"][1:], -np.expm1(-t), rtol=1e-8, atol=1e-9)
+    pure = solve(DecayParams(), model=MODEL)
+    assert traj.stats.steps > 0 and pure.phases["T_x"] == pytest.approx(math.log(2), rel=1e-8)
+
+
+@native
+def test_leaving_the_domain_is_found_on_the_merged_state(_lasting_cache):
+    with pytest.raises(DomainError, match=r"at t=1\.60944: condition -floor \+ x > 0 fails"):
+        solve(DecayParams(floor=0.2), solver=SolverConfig(backend="numba"), model=MODEL)
