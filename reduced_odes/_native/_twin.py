@@ -94,15 +94,17 @@ def _kernel_imports(tree: ast.Module) -> tuple[list[str], str]:
 
 
 def _block_dispatch(count: int) -> str:
-    """``block_rhs`` and ``block_jac(t, y, args, out, block)``: the flow of block ``block``
-    (``-1``: the whole system), so that one compiled integrator serves every block."""
+    """``block_rhs`` and ``block_jac(t, y, args, out, block)``: the flow of block ``block``,
+    or of the whole system if it has no blocks, so that one compiled integrator serves
+    every block (and a system with blocks compiles no whole-system flow)."""
     parts = []
     for kind in ("rhs", "jac"):
         lines = [_DECORATOR, f"def block_{kind}(t, y, args, out, block):"]
-        for b in range(count):
-            lines += [f"    {'if' if b == 0 else 'elif'} block == {b}:",
-                      f"        {kind}_block{b}(t, y, args, out)", "        return"]
-        lines.append(f"    {kind}(t, y, args, out)")
+        for b in range(count - 1):
+            lines += [f"    if block == {b}:", f"        {kind}_block{b}(t, y, args, out)",
+                      "        return"]
+        lines.append(f"    {kind}_block{count - 1}(t, y, args, out)" if count else
+                     f"    {kind}(t, y, args, out)")
         parts.append("\n".join(lines))
     return "\n\n\n".join(parts)
 
