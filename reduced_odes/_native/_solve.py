@@ -146,10 +146,11 @@ class _Leg:
 
     @property
     def bound(self) -> float:
-        s = float(self.fws[self.twin.F_BOUND])
-        return s if not self.t0 else self.t0 * math.expm1(s)
+        """The bound in ``t``, as set (not converted back from ``s``)."""
+        return self._bound
 
     def set_bound(self, bound: float, watch: bool) -> None:
+        self._bound = bound
         self.fws[self.twin.F_BOUND] = self.s_of(bound)
         self.fws[self.twin.F_SETTLE] = 0.0 if watch else -1.0
 

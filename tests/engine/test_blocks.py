@@ -131,3 +131,13 @@ def test_each_block_in_its_own_time_gives_the_exact_solution(_lasting_cache):
 def test_leaving_the_domain_is_found_on_the_merged_state(_lasting_cache):
     with pytest.raises(DomainError, match=r"at t=1\.60944: condition -floor \+ x > 0 fails"):
         solve(DecayParams(floor=0.2), solver=SolverConfig(backend="numba"), model=MODEL)
+
+
+@native
+def test_a_fixed_end_is_reached_exactly_by_every_block(_lasting_cache):
+    t_end = 7.0  # expm1(log1p(7.0)) != 7.0: the end must not go through the log time
+    traj = solve(DecayParams(), solver=SolverConfig(t_end=t_end, backend="numba"), model=MODEL)
+    assert traj.t[-1] == t_end
+    # End states of rtol-1e-10 runs.
+    assert traj.final["x"] == pytest.approx(math.exp(-t_end), rel=1e-8)
+    assert traj.final["y"] == pytest.approx(-math.expm1(-t_end), rel=1e-8)
