@@ -322,9 +322,8 @@ def _extend(legs: list[_Leg], problem: Problem) -> None:
     """Move the legs' common horizon x4 (up to ``_T_MAX``), or fail there."""
     bound = legs[0].bound
     if bound >= _T_MAX:
-        r = legs[0]
         raise DomainError(f"{problem.label} did not settle before t={_T_MAX:g}; "
-                          f"{r.describe()}")
+                          f"{legs[0].describe()}")
     for leg in legs:
         leg.set_bound(min(4 * bound, _T_MAX), watch=False)
 
