@@ -283,12 +283,8 @@ def _generate(model_name: str, variant: str, derivation) -> tuple[str, str]:
     key = hashlib.sha256((key_material + CODEGEN_VERSION).encode()).hexdigest()[:24]
 
     printer = _printer()
-    coords = ", ".join(printer.doprint(s) for s in d.coordinates)
-    states = ", ".join(printer.doprint(s) for s in d.state)
     params = ", ".join(["", *(printer.doprint(s) for s in d.parameters)]) if d.parameters else ""
-    trailing = "," if len(d.coordinates) == 1 else ""
-    unpack_y = f"{coords}{trailing} = y.tolist() if hasattr(y, 'tolist') else y"
-    unpack_x = f"{states}{trailing} = x.tolist() if hasattr(x, 'tolist') else x"
+    unpack_y, unpack_x = _unpack(d.coordinates, "y", printer), _unpack(d.state, "x", printer)
     n = len(d.coordinates)
     kernels = d.kernels
     functions = [
@@ -328,6 +324,14 @@ def _generate(model_name: str, variant: str, derivation) -> tuple[str, str]:
     return body, key
 
 
+def _unpack(symbols: Sequence, argument: str, printer) -> str:
+    """The line binding ``symbols`` from the sequence ``argument`` (a list or an array)."""
+    names = ", ".join(printer.doprint(s) for s in symbols)
+    trailing = "," if len(symbols) == 1 else ""
+    return f"{names}{trailing} = {argument}.tolist() if hasattr({argument}, 'tolist') else " \
+           f"{argument}"
+
+
 def _block_functions(d, blocks: list[list[int]], params: str, printer,
                      kernels: str | None) -> list[str]:
     """``rhs_block<b>`` and ``jac_block<b>`` of each block: its flow and Jacobian in its own
@@ -335,9 +339,7 @@ def _block_functions(d, blocks: list[list[int]], params: str, printer,
     asserted)."""
     functions = []
     for b, index in enumerate(blocks):
-        names = ", ".join(printer.doprint(d.coordinates[i]) for i in index)
-        unpack = f"{names}{',' if len(index) == 1 else ''} = " \
-                 f"y.tolist() if hasattr(y, 'tolist') else y"
+        unpack = _unpack([d.coordinates[i] for i in index], "y", printer)
         rates = [d.coordinate_rhs[i] for i in index]
         jacobian = [d.jacobian[i, j] for i in index for j in index]
         functions += [
