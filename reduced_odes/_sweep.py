@@ -402,6 +402,7 @@ def run_sweep(
     max_workers: int | None = None,
     progress: bool | None = None,
     metadata: Mapping[str, Any] | None = None,
+    prepare: Callable[[list[Setting]], None] | None = None,
 ) -> SweepReport:
     """Run ``task`` on each setting not yet done, appending one JSON line per finished task.
 
@@ -425,6 +426,9 @@ def run_sweep(
         stderr is a terminal.
     metadata
         JSON-serialisable dict (versions, solver settings, ...) stored in every line.
+    prepare
+        Called here once with the settings to run, before the first one starts, and only
+        if some are pending: e.g. to compile what every worker would otherwise compile.
 
     Examples
     --------
@@ -446,7 +450,8 @@ def run_sweep(
     for setting in settings:
         todo.setdefault(setting_key(setting), dict(setting))
     with results_lock(path):
-        outcomes = _run_pending(todo, task, path, executor, max_workers, progress, metadata)
+        outcomes = _run_pending(todo, task, path, executor, max_workers, progress, metadata,
+                                prepare)
         successes = {r["key"]: r for r in read_results(path) if _reusable(r, metadata)}
     pending = sum(outcomes.values())
     return SweepReport(
@@ -464,7 +469,8 @@ def _reusable(record: dict, metadata: Mapping[str, Any]) -> bool:
 
 
 def _run_pending(todo: dict[str, Setting], task: Callable, path: Path, executor,
-                 max_workers: int | None, progress: bool | None, metadata: dict) -> dict:
+                 max_workers: int | None, progress: bool | None, metadata: dict,
+                 prepare: Callable | None) -> dict:
     """Run the settings of ``todo`` without a result in ``path``; ``{ok: count}``."""
     data = path.read_bytes()
     records, intact = _parse(data, path)
@@ -480,6 +486,8 @@ def _run_pending(todo: dict[str, Setting], task: Callable, path: Path, executor,
     outcomes: dict[bool, int] = {True: 0, False: 0}
     if not pending:
         return outcomes
+    if prepare is not None:
+        prepare(list(pending.values()))
     pool = process_pool(max_workers, len(pending)) if executor is None else executor
     chunks, inflight = _Chunks(list(pending), _slots(pool)), {}
     report = Progress("sweep", len(pending), show=progress)

@@ -126,11 +126,13 @@ def run(args: argparse.Namespace) -> int:
     metadata = {"versions": versions(), "platform": platform_stamp(),
                 "solver_defaults": SolverConfig().as_dict(),
                 "grid": os.path.abspath(args.grid), "source": source_stamp()}
+    def compile_once(pending: list[dict[str, Any]]) -> None:  # here, not in every worker
+        prepare(model, sorted({s[model.variant_option] for s in pending}), backend)
+
     with run_executor(args) as (executor, workers):
-        prepare(model, sorted({s[model.variant_option] for s in settings}),
-                backend)  # derive and compile once here, not in every worker
         report = run_sweep(settings, solve_setting, args.out, executor=executor,
-                           max_workers=workers, progress=args.progress, metadata=metadata)
+                           max_workers=workers, progress=args.progress, metadata=metadata,
+                           prepare=compile_once)
     print(f"sweep: {report.total} settings, {report.skipped} already done, "
           f"{report.completed} completed, {report.failed} failed -> {report.results_path}")
     if report.failed:

@@ -179,7 +179,6 @@ def verify(model, grid: str = "quick", variant: str | None = None,
         model.resolve_variant(variant)]
     settings, skipped = model.verify_settings(grid, variants)
     backend = for_job(backend, len(settings))
-    prepare(model, variants, backend)  # derive and compile once here, not in every worker
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="reduced-odes-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     raw = out_dir / f"verify-{grid}.jsonl"
@@ -189,7 +188,8 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     sweep = run_sweep([{"model": ref, **s} for s in settings],
                       functools.partial(measure_task, backend=backend), raw,
                       executor=executor, max_workers=max_workers, progress=progress,
-                      metadata=metadata)
+                      metadata=metadata,
+                      prepare=lambda pending: prepare(model, variants, backend))
     records = sweep.records
     if len(records) == len(settings):
         # Complete: rewrite in grid order, so the file does not depend on worker timing.

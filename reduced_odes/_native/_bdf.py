@@ -87,8 +87,13 @@ I_ORDER, I_EQUAL, I_NFEV, I_NJEV, I_NLU, I_LU_OK, I_STEPS, I_BLOCK = range(8)
 REACHED, SETTLED, FULL, EDGE, TOO_SMALL, STARTED_SETTLED = range(6)
 
 #: IEEE results (inf, NaN) where Python would raise, as in the generated system: a trial
-#: state outside the domain makes the integrator retry a smaller step.
-_JIT = dict(cache=True, error_model="numpy", nogil=True)
+#: state outside the domain makes the integrator retry a smaller step.  For the entry
+#: points that allocate their scratch arrays (so they need numba's reference counting).
+_ALLOCATING = dict(cache=True, error_model="numpy", nogil=True)
+#: Everything else allocates nothing and runs without the reference counting
+#: (``_nrt=False``): no incref/decref call on every array it touches, calls that cost more
+#: than a step's arithmetic and keep LLVM from inlining (a quarter of the stepping time).
+_JIT = dict(_ALLOCATING, _nrt=False)
 #: For the helpers of ``_state_at``, evaluated for every block at every step of a scan:
 #: numba inlines them in its IR (halving the scans' time).
 _INLINE = dict(_JIT, inline="always")
@@ -98,10 +103,10 @@ _INLINE = dict(_JIT, inline="always")
 def _borrowed(typingctx, array):
     """``array`` as a view without a reference count (its meminfo NULL).
 
-    Numba increfs and decrefs every array passed between its functions, with an
-    atomic operation each time; on views like this one those calls return at
-    once.  In a step they cost more than the arithmetic, so each entry point
-    borrows its arrays, which its caller keeps alive for the whole call."""
+    In a function with reference counting (``_ALLOCATING``), numba increfs and
+    decrefs every array it binds, with an atomic operation each time; on views
+    like this one those calls return at once.  Such entry points borrow their
+    arrays, which their caller keeps alive for the whole call."""
 
     def codegen(context, builder, signature, args):
         source = context.make_array(signature.args[0])(context, builder, value=args[0])
@@ -289,8 +294,8 @@ def scratch_size(n):
 
 @njit(**_JIT)
 def _workspace(scratch, n):
-    """The workspace's arrays: borrowed views of ``scratch`` (allocated by the caller)."""
-    s = _borrowed(scratch)
+    """The workspace's arrays: views of ``scratch`` (allocated by the caller)."""
+    s = scratch
     size = MAX_ORDER + 1
     v = s[:7 * n].reshape((7, n))
     k = 7 * n
@@ -472,9 +477,6 @@ def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, 
     first step where it holds.  The domain is watched for the whole system only.
     """
     ws = _workspace(scratch, d.shape[1])
-    args, consts, fws, iws = _borrowed(args), _borrowed(consts), _borrowed(fws), _borrowed(iws)
-    d, jm, lu, piv = _borrowed(d), _borrowed(jm), _borrowed(lu), _borrowed(piv)
-    ts, hs, orders, ds = _borrowed(ts), _borrowed(hs), _borrowed(orders), _borrowed(ds)
     whole = iws[I_BLOCK] < 0
     if iws[I_ORDER] == 0:
         _start(rtol, atol, args, fws, iws, d, jm, ws)
@@ -563,7 +565,7 @@ def _state_at(t, ts, hs, orders, ds, counts, t0s, index, y, part, hints):
                 y[index[b, i]] = part[i]
 
 
-@njit(**_JIT)
+@njit(**_ALLOCATING)
 def dense_into(times, ts, hs, orders, ds, counts, t0s, index, out):
     """``out[i]`` <- the state at ``times[i]`` (the dense output of a record)."""
     times, ts, hs, orders, ds = (_borrowed(times), _borrowed(ts), _borrowed(hs),
@@ -623,7 +625,7 @@ def _root_between(a, b, kind, index, level, sign, args, record, y, part, hints, 
     return b
 
 
-@njit(**_JIT)
+@njit(**_ALLOCATING)
 def crossings(kinds, indices, levels, signs, args, steps, ts, hs, orders, ds, counts, t0s,
               index, out):
     """``out[c]`` <- the first time crossing ``c`` happens (NaN: never), from the state at
@@ -636,12 +638,16 @@ def crossings(kinds, indices, levels, signs, args, steps, ts, hs, orders, ds, co
     y, part = np.empty(N_COORDINATES), np.empty(ds.shape[3])
     hints, root_hints = np.zeros(counts.size, np.int64), np.zeros(counts.size, np.int64)
     buffers = np.empty((3, max(N_SERIES, 1)))
-    pending = kinds.size
+    waiting = np.zeros(3, np.int64)  # pending crossings of each kind: a series of a kind
+    for c in range(kinds.size):  # is evaluated only while one of them is pending
+        waiting[kinds[c]] += 1
     out[:] = np.nan
     for m in range(steps.size):
         _state_at(steps[m], ts, hs, orders, ds, counts, t0s, index, y, part, hints)
-        state(y, args, buffers[0])
-        observables(y, args, buffers[1])
+        if waiting[1]:
+            state(y, args, buffers[0])
+        if waiting[2]:
+            observables(y, args, buffers[1])
         for c in range(kinds.size):
             if not math.isnan(out[c]):
                 continue
@@ -650,12 +656,12 @@ def crossings(kinds, indices, levels, signs, args, steps, ts, hs, orders, ds, co
                 out[c] = steps[0] if m == 0 else _root_between(
                     steps[m - 1], steps[m], kinds[c], indices[c], levels[c], signs[c], args,
                     record, y, part, root_hints, buffers[2])
-                pending -= 1
-        if pending == 0:
+                waiting[kinds[c]] -= 1
+        if waiting.sum() == 0:
             return
 
 
-@njit(**_JIT)
+@njit(**_ALLOCATING)
 def first_events(steps, start, args, consts, edges, rule, ts, hs, orders, ds, counts, t0s,
                  index):
     """``(m, what)``: the first ``m >= start`` where, at ``steps[m]``, a domain margin is
@@ -680,7 +686,7 @@ def first_events(steps, start, args, consts, edges, rule, ts, hs, orders, ds, co
     return -1, -1
 
 
-@njit(**_JIT)
+@njit(**_ALLOCATING)
 def settle_time(a, b, args, consts, ts, hs, orders, ds, counts, t0s, index):
     """Where the generated stop rule turns ``<= 0`` in ``[a, b]``, by bisection."""
     ts, hs, orders, ds = _borrowed(ts), _borrowed(hs), _borrowed(orders), _borrowed(ds)
@@ -705,13 +711,12 @@ def settle_time(a, b, args, consts, ts, hs, orders, ds, counts, t0s, index):
 @njit(**_JIT)
 def series_into(ys, args, states, values):
     """State variables and observables (with the margins) at the rows of ``ys``."""
-    ys, args, states, values = _borrowed(ys), _borrowed(args), _borrowed(states), _borrowed(values)
     for i in range(ys.shape[0]):
         state(ys[i], args, states[i])
         observables(ys[i], args, values[i])
 
 
-@njit(**_JIT)
+@njit(**_ALLOCATING)
 def outputs(times, args, steps, ts, hs, orders, ds, counts, t0s, index, ys, states, values,
             kinds, indices, levels, signs, crossed):
     """A finished run's outputs: the dense output at ``times`` into ``ys`` (its first row

@@ -30,7 +30,7 @@ from .._compile import CompiledSystem, atomic_write
 __all__ = ["load_twin", "twin_source"]
 
 #: Bump when the twin's shape changes.
-TWIN_VERSION = "5"
+TWIN_VERSION = "6"
 _TEMPLATE = Path(__file__).with_name("_bdf.py")
 #: Generated functions, with the leading arguments they keep (``t`` for the flow).
 _FUNCTIONS = {"rhs": ("t", "y"), "jac": ("t", "y"), "margins": ("y",), "state": ("y",),
@@ -127,7 +127,7 @@ def _settled_source(system: CompiledSystem, rule) -> str:
                       for i, name in enumerate(system.observable_names)]
         lines += [f"    {name} = c[{i}]" for i, name in enumerate(rule.constants)]
         lines.append(f"    return float({rule.expression})")
-    return "\n".join([*lines, "", "", f"{_DECORATOR}", "def settled(t, y, args, c):",
+    return "\n".join([*lines, "", "", "@njit(**_ALLOCATING)", "def settled(t, y, args, c):",
                       "    return settled_into(t, y, args, c, np.empty(max(N_SERIES, 1)))"])
 
 

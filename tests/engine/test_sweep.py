@@ -320,3 +320,13 @@ def test_results_of_other_code_or_versions_are_computed_again(tmp_path, capsys):
     other = _threads(tasks.squares(1), tasks.square, path,
                      metadata={**new, "versions": {"reduced_odes": "0.2.0"}})
     assert (other.skipped, other.completed) == (0, 1)
+
+
+def test_prepare_runs_once_with_the_pending_settings_only(tmp_path):
+    """The job's set-up (compiling what the workers load) is paid only for work to do."""
+    path = tmp_path / "results.jsonl"
+    calls = []
+    _threads(tasks.squares(2), tasks.square, path, prepare=calls.append)
+    _threads(tasks.squares(3), tasks.square, path, prepare=calls.append)
+    _threads(tasks.squares(3), tasks.square, path, prepare=calls.append)
+    assert [[s["x"] for s in pending] for pending in calls] == [[0, 1], [2]]
