@@ -14,6 +14,7 @@ trajectory records the backend that actually ran it, never ``"auto"``:
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import sys
 
@@ -30,6 +31,7 @@ _INSTALL = "pip install 'reduced-odes[fast]'"
 _preferred = ["python"]
 
 
+@functools.cache  # asked for every SolverConfig; each search of sys.path costs ~0.1 ms
 def native_available() -> bool:
     """Whether numba is importable (the ``[fast]`` extra is installed).
 

@@ -13,8 +13,10 @@ A run's *record* holds every block's accepted steps, stacked: ``ts[b, k]``,
 ``hs[b, k]``, ``orders[b, k]``, ``ds[b, k]`` for step ``k`` of block ``b`` in its
 ``s``, with ``counts[b]`` steps, ``t0s[b]`` (0: ``s = t``) and ``index[b]`` the
 block's coordinates in the state (``-1`` beyond its size).  Everything after the
-stepping (dense output, stop rule, crossings) reads the state at ``t`` from all
-blocks at once (``_state_at``).
+stepping reads the state at ``t`` from all blocks at once: the scans for the stop
+rule, the domain and the crossings read it at the union of the blocks' step times,
+evaluated once (``y_steps``, by ``dense_into``); a root between two of those times
+reads it with ``_state_at``.
 
 The stepping (``_step``, ``_newton``, ``_change_d``, ``_initial_step``) and the
 dense output (``_dense_into``) are ported line by line from
@@ -567,13 +569,24 @@ def _state_at(t, ts, hs, orders, ds, counts, t0s, index, y, part, hints):
 
 @njit(**_ALLOCATING)
 def dense_into(times, ts, hs, orders, ds, counts, t0s, index, out):
-    """``out[i]`` <- the state at ``times[i]`` (the dense output of a record)."""
+    """``out[i]`` <- the state at ``times[i]`` (the dense output of a record).
+
+    Block by block, so that for increasing times each block's steps are walked once
+    (any order is served, by bisection where a time goes back)."""
     times, ts, hs, orders, ds = (_borrowed(times), _borrowed(ts), _borrowed(hs),
                                  _borrowed(orders), _borrowed(ds))
     counts, t0s, index, out = _borrowed(counts), _borrowed(t0s), _borrowed(index), _borrowed(out)
-    part, hints = np.empty(ds.shape[3]), np.zeros(counts.size, np.int64)
-    for i in range(times.size):
-        _state_at(times[i], ts, hs, orders, ds, counts, t0s, index, out[i], part, hints)
+    part = np.empty(ds.shape[3])
+    for b in range(counts.size):
+        tb, hb, ob, db, count, t0 = ts[b], hs[b], orders[b], ds[b], counts[b], t0s[b]
+        k = 1
+        for i in range(times.size):
+            s = times[i] if t0 == 0.0 else math.log1p(times[i] / t0)
+            k = _step_of(tb, count, s, k)
+            _dense_at(s, k, tb, hb, ob, db, part)
+            for j in range(index.shape[1]):
+                if index[b, j] >= 0:
+                    out[i, index[b, j]] = part[j]
 
 
 @njit(**_JIT)
@@ -626,24 +639,24 @@ def _root_between(a, b, kind, index, level, sign, args, record, y, part, hints, 
 
 
 @njit(**_ALLOCATING)
-def crossings(kinds, indices, levels, signs, args, steps, ts, hs, orders, ds, counts, t0s,
-              index, out):
-    """``out[c]`` <- the first time crossing ``c`` happens (NaN: never), from the state at
-    the (merged, increasing) step times ``steps``, each evaluated once for every pending
-    crossing."""
-    args, steps, ts, hs, orders, ds = (_borrowed(args), _borrowed(steps), _borrowed(ts),
-                                       _borrowed(hs), _borrowed(orders), _borrowed(ds))
+def crossings(kinds, indices, levels, signs, args, steps, y_steps, ts, hs, orders, ds, counts,
+              t0s, index, out):
+    """``out[c]`` <- the first time crossing ``c`` happens (NaN: never), from the states
+    ``y_steps`` at the (merged, increasing) step times ``steps``, each read once for every
+    pending crossing; a crossing's time within its step from the record."""
+    args, steps, y_steps = _borrowed(args), _borrowed(steps), _borrowed(y_steps)
+    ts, hs, orders, ds = _borrowed(ts), _borrowed(hs), _borrowed(orders), _borrowed(ds)
     counts, t0s, index = _borrowed(counts), _borrowed(t0s), _borrowed(index)
     record = (ts, hs, orders, ds, counts, t0s, index)
-    y, part = np.empty(N_COORDINATES), np.empty(ds.shape[3])
-    hints, root_hints = np.zeros(counts.size, np.int64), np.zeros(counts.size, np.int64)
+    root_y, part = np.empty(N_COORDINATES), np.empty(ds.shape[3])
+    root_hints = np.zeros(counts.size, np.int64)
     buffers = np.empty((3, max(N_SERIES, 1)))
     waiting = np.zeros(3, np.int64)  # pending crossings of each kind: a series of a kind
     for c in range(kinds.size):  # is evaluated only while one of them is pending
         waiting[kinds[c]] += 1
     out[:] = np.nan
     for m in range(steps.size):
-        _state_at(steps[m], ts, hs, orders, ds, counts, t0s, index, y, part, hints)
+        y = y_steps[m]
         if waiting[1]:
             state(y, args, buffers[0])
         if waiting[2]:
@@ -655,27 +668,22 @@ def crossings(kinds, indices, levels, signs, args, steps, ts, hs, orders, ds, co
             if signs[c] * (value - levels[c]) >= 0:
                 out[c] = steps[0] if m == 0 else _root_between(
                     steps[m - 1], steps[m], kinds[c], indices[c], levels[c], signs[c], args,
-                    record, y, part, root_hints, buffers[2])
+                    record, root_y, part, root_hints, buffers[2])
                 waiting[kinds[c]] -= 1
         if waiting.sum() == 0:
             return
 
 
 @njit(**_ALLOCATING)
-def first_events(steps, start, args, consts, edges, rule, ts, hs, orders, ds, counts, t0s,
-                 index):
-    """``(m, what)``: the first ``m >= start`` where, at ``steps[m]``, a domain margin is
-    ``<= 0`` (``what = 0``; if ``edges``) or the generated stop rule holds (``what = 1``; if
-    ``rule``); ``(-1, -1)`` if neither happens."""
-    steps, ts, hs, orders, ds = (_borrowed(steps), _borrowed(ts), _borrowed(hs),
-                                 _borrowed(orders), _borrowed(ds))
-    args, consts, counts = _borrowed(args), _borrowed(consts), _borrowed(counts)
-    t0s, index = _borrowed(t0s), _borrowed(index)
-    y, part = np.empty(N_COORDINATES), np.empty(ds.shape[3])
-    hints = np.zeros(counts.size, np.int64)
+def first_events(steps, y_steps, start, args, consts, edges, rule):
+    """``(m, what)``: the first ``m >= start`` where, at ``steps[m]`` (the state
+    ``y_steps[m]``), a domain margin is ``<= 0`` (``what = 0``; if ``edges``) or the
+    generated stop rule holds (``what = 1``; if ``rule``); ``(-1, -1)`` if neither happens."""
+    steps, y_steps = _borrowed(steps), _borrowed(y_steps)
+    args, consts = _borrowed(args), _borrowed(consts)
     buffer = np.empty(max(N_SERIES, 1))
     for m in range(start, steps.size):
-        _state_at(steps[m], ts, hs, orders, ds, counts, t0s, index, y, part, hints)
+        y = y_steps[m]
         if edges and N_MARGINS:
             margins(y, args, buffer)
             for i in range(N_MARGINS):
@@ -717,11 +725,12 @@ def series_into(ys, args, states, values):
 
 
 @njit(**_ALLOCATING)
-def outputs(times, args, steps, ts, hs, orders, ds, counts, t0s, index, ys, states, values,
-            kinds, indices, levels, signs, crossed):
+def outputs(times, args, steps, y_steps, ts, hs, orders, ds, counts, t0s, index, ys, states,
+            values, kinds, indices, levels, signs, crossed):
     """A finished run's outputs: the dense output at ``times`` into ``ys`` (its first row
     the initial state; a block's last step exactly where it ends at the last time), the
-    series at those rows, and the crossing times into ``crossed``."""
+    series at those rows, and the crossing times into ``crossed`` (from ``y_steps``, the
+    states at the merged step times ``steps``)."""
     dense_into(times, ts, hs, orders, ds, counts, t0s, index, ys)
     last = ys.shape[0] - 1
     for b in range(counts.size):
@@ -733,5 +742,5 @@ def outputs(times, args, steps, ts, hs, orders, ds, counts, t0s, index, ys, stat
                 if at_end:
                     ys[last, index[b, i]] = ds[b, counts[b] - 1, 0, i]
     series_into(ys, args, states, values)
-    crossings(kinds, indices, levels, signs, args, steps, ts, hs, orders, ds, counts, t0s,
-              index, crossed)
+    crossings(kinds, indices, levels, signs, args, steps, y_steps, ts, hs, orders, ds, counts,
+              t0s, index, crossed)

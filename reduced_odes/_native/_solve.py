@@ -17,6 +17,7 @@ whole system at the default settings; see the README's Performance section).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -200,17 +201,25 @@ def _steps(legs: list[_Leg]) -> np.ndarray:
 
 
 class _Merged:
-    """The legs' records so far, as one run: the merged step times and the stacked record."""
+    """The legs' records so far, as one run: the merged step times, the stacked record and
+    (on first use) the state at every merged step."""
 
     def __init__(self, legs: list[_Leg]):
         self.steps, self.record = _steps(legs), _stacked(legs)
         self.twin, self.args, self.problem = legs[0].twin, legs[0].args, legs[0].problem
 
+    @functools.cached_property
+    def y_steps(self) -> np.ndarray:
+        """The state at each merged step time (one row each), read by every scan."""
+        out = np.empty((self.steps.size, self.problem.y0.size))
+        self.twin.dense_into(self.steps, *self.record, out)
+        return out
+
     def first_events(self, start: int, constants: np.ndarray, edges: bool,
                      rule: bool) -> tuple[int, int]:
         """The twin's ``first_events`` from merged step ``start``: ``(m, what)``."""
-        m, what = self.twin.first_events(self.steps, start, self.args, constants, edges, rule,
-                                         *self.record)
+        m, what = self.twin.first_events(self.steps, self.y_steps, start, self.args, constants,
+                                         edges, rule)
         return int(m), int(what)
 
     def dense(self) -> BdfSolution:
@@ -253,8 +262,7 @@ class _Rule:
         """The first ``m >= start`` where the rule holds at ``merged.steps[m]``; -1 if none."""
         if self.native:
             return merged.first_events(start, self.constants, False, True)[0]
-        steps, settled = merged.steps, self.problem.settled
-        rows = merged.dense()(steps[start:]).T
+        steps, settled, rows = merged.steps, self.problem.settled, merged.y_steps[start:]
         return next((start + i for i, y in enumerate(rows) if settled(float(steps[start + i]),
                                                                       y) <= 0), -1)
 
@@ -421,7 +429,7 @@ def solve_native(model, params, variant, solver, thresholds, problem: Problem) -
                                                        problem.args).items()}
     crossings = model.phases(params, variant, initial, thresholds)
     times = np.empty(len(crossings))
-    twin.outputs(t, args, merged.steps, *merged.record, y, states, values,
+    twin.outputs(t, args, merged.steps, merged.y_steps, *merged.record, y, states, values,
                  *_crossing_arrays(system, crossings), times)
     series = _named_series(system, y, states, values)
     # Steps past t_end (a chunk's overshoot under the Python stop rule, or a block's past
