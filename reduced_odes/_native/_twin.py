@@ -30,7 +30,7 @@ from .._compile import CompiledSystem, atomic_write
 __all__ = ["load_twin", "twin_source"]
 
 #: Bump when the twin's shape changes.
-TWIN_VERSION = "6"
+TWIN_VERSION = "7"
 _TEMPLATE = Path(__file__).with_name("_bdf.py")
 #: Generated functions, with the leading arguments they keep (``t`` for the flow).
 _FUNCTIONS = {"rhs": ("t", "y"), "jac": ("t", "y"), "margins": ("y",), "state": ("y",),
@@ -109,6 +109,12 @@ def _block_dispatch(count: int) -> str:
     return "\n\n\n".join(parts)
 
 
+def _leg_size(system: CompiledSystem) -> int:
+    """The coordinates each leg of a run steps, if the same for every leg; else 0."""
+    sizes = {len(block) for block in system.blocks} or {system.size}
+    return sizes.pop() if len(sizes) == 1 else 0
+
+
 def _settled_source(system: CompiledSystem, rule) -> str:
     """The stop rule as ``settled_into(t, y, args, c, values)``: its expression in ``t``, the
     coordinates, the observables (evaluated into ``values`` only if it names one) and its
@@ -164,6 +170,7 @@ def twin_source(system: CompiledSystem, rule=None) -> tuple[str, str]:
         "from reduced_odes._native._kernels import jit_kernels  # noqa: E402",
         *kernels,
         f"N_COORDINATES = {system.size}",
+        f"LEG_SIZE = {_leg_size(system)}",
         f"N_MARGINS = {n_margins}",
         f"N_SERIES = {n_series}",
         f"HAS_SETTLED_RULE = {rule is not None}",

@@ -141,3 +141,25 @@ def test_a_fixed_end_is_reached_exactly_by_every_block(_lasting_cache):
     # End states of rtol-1e-10 runs.
     assert traj.final["x"] == pytest.approx(math.exp(-t_end), rel=1e-8)
     assert traj.final["y"] == pytest.approx(-math.expm1(-t_end), rel=1e-8)
+
+
+@native
+def test_a_fixed_leg_size_changes_no_bit_of_a_run(_lasting_cache, monkeypatch):
+    """Legs of one size fix the length of the integrator's loops at compile time
+    (``LEG_SIZE``); read from the arrays instead, as for blocks of different sizes, the
+    run is the same to the last bit."""
+    from types import SimpleNamespace
+
+    from reduced_odes._native import _twin
+
+    assert _twin._leg_size(load_system(MODEL)) == 1
+    assert _twin._leg_size(SimpleNamespace(blocks=((0,), (1, 2)), size=3)) == 0
+    assert _twin._leg_size(SimpleNamespace(blocks=(), size=3)) == 3
+    params = MODEL.make_params({})
+    fixed = solve(params, solver=SolverConfig(backend="numba"), model=MODEL)
+    monkeypatch.setattr(_twin, "_LOADED", {})
+    monkeypatch.setattr(_twin, "_leg_size", lambda system: 0)
+    read = solve(params, solver=SolverConfig(backend="numba"), model=MODEL)
+    assert read.phases == fixed.phases and read.stats == fixed.stats
+    for name, values in fixed.series.items():
+        np.testing.assert_array_equal(read.series[name], values, err_msg=name)
