@@ -135,3 +135,14 @@ def test_defaults_are_valid_and_every_field_has_help(name):
     for item in model.Params.declared():
         assert item.metadata["help"], item.name
     assert dataclasses.is_dataclass(params)
+
+
+@pytest.mark.parametrize("t_end", [1e-6, 0.01, 1.0, 5e4 * math.pi, 2e17])
+@pytest.mark.parametrize("n_output", [2, 3, 400])
+def test_output_grid_is_numpys_geomspace_to_the_bit(t_end, n_output):
+    """The output grid computes np.geomspace's arithmetic itself (without its checks): every
+    committed series depends on these exact times."""
+    from reduced_odes._integrate import output_times
+
+    expected = np.concatenate([[0.0], np.geomspace(min(1e-3, t_end / 10), t_end, n_output)])
+    np.testing.assert_array_equal(output_times(t_end, n_output), expected)
