@@ -9,9 +9,7 @@ in Python.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -99,18 +97,8 @@ native = pytest.mark.skipif(not native_available(),
                             reason="numba is not installed (the [fast] extra)")
 
 
-@pytest.fixture(scope="module")
-def _lasting_cache():
-    """As in test_native.py: numba's machine code outlives the session (keyed by hashes)."""
-    mp = pytest.MonkeyPatch()
-    lasting = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    mp.setenv("REDUCED_ODES_CACHE", str(lasting / "reduced-odes-native-tests"))
-    yield
-    mp.undo()
-
-
 @native
-def test_each_block_in_its_own_time_gives_the_exact_solution(_lasting_cache):
+def test_each_block_in_its_own_time_gives_the_exact_solution(lasting_cache):
     traj = solve(DecayParams(), solver=SolverConfig(backend="numba"), model=MODEL)
     # Root-finding on the dense output of rtol-1e-10 runs: 1e-8 relative.
     assert traj.phases["T_x"] == pytest.approx(math.log(2), rel=1e-8)
@@ -128,13 +116,13 @@ def test_each_block_in_its_own_time_gives_the_exact_solution(_lasting_cache):
 
 
 @native
-def test_leaving_the_domain_is_found_on_the_merged_state(_lasting_cache):
+def test_leaving_the_domain_is_found_on_the_merged_state(lasting_cache):
     with pytest.raises(DomainError, match=r"at t=1\.60944: condition -floor \+ x > 0 fails"):
         solve(DecayParams(floor=0.2), solver=SolverConfig(backend="numba"), model=MODEL)
 
 
 @native
-def test_a_fixed_end_is_reached_exactly_by_every_block(_lasting_cache):
+def test_a_fixed_end_is_reached_exactly_by_every_block(lasting_cache):
     t_end = 7.0  # expm1(log1p(7.0)) != 7.0: the end must not go through the log time
     traj = solve(DecayParams(), solver=SolverConfig(t_end=t_end, backend="numba"), model=MODEL)
     assert traj.t[-1] == t_end
@@ -144,7 +132,7 @@ def test_a_fixed_end_is_reached_exactly_by_every_block(_lasting_cache):
 
 
 @native
-def test_a_fixed_leg_size_changes_no_bit_of_a_run(_lasting_cache, monkeypatch):
+def test_a_fixed_leg_size_changes_no_bit_of_a_run(lasting_cache, monkeypatch):
     """Legs of one size fix the length of the integrator's loops at compile time
     (``LEG_SIZE``); read from the arrays instead, as for blocks of different sizes, the
     run is the same to the last bit."""

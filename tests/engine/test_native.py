@@ -7,8 +7,6 @@ Both are asked the same question through one verb, ``solve``, differing only in
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +15,9 @@ from reduced_odes import SettledRule, SolverConfig, solve
 from reduced_odes._backend import native_available
 from reduced_odes.models import get_model
 
-pytestmark = pytest.mark.skipif(not native_available(),
-                                reason="numba is not installed (the [fast] extra)")
+pytestmark = [pytest.mark.skipif(not native_available(),
+                                 reason="numba is not installed (the [fast] extra)"),
+              pytest.mark.usefixtures("lasting_cache")]
 
 #: Native and pure phase times are two integrators' answers at rtol 1e-10 (the pure path's
 #: default); 1e-8 leaves two orders of magnitude for their different step sequences.
@@ -37,18 +36,6 @@ def _assert_same_phases(native, pure):
             assert math.isnan(native.phases[name]), name
         else:
             assert native.phases[name] == pytest.approx(expected, rel=PHASE_RTOL), name
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _lasting_cache():
-    """A compile cache that outlives the session: numba's machine code is kept beside the
-    twins, and compiling them afresh each session would take most of a minute.  Every entry
-    is keyed by a hash of what it was made from, so sharing it between sessions is safe."""
-    mp = pytest.MonkeyPatch()
-    lasting = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    mp.setenv("REDUCED_ODES_CACHE", str(lasting / "reduced-odes-native-tests"))
-    yield
-    mp.undo()
 
 
 MODELS = ["deep_linear", "induction_head", "two_stage_features", pytest.param(
