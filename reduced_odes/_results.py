@@ -59,6 +59,10 @@ def dumps_record(record: dict) -> str:
     >>> loads_record(line)["result"]["rate"]
     nan
     """
+    try:  # every float finite and every value plain: the same line, without the walk
+        return json.dumps(record, allow_nan=False)
+    except (ValueError, TypeError):  # a non-finite float, or a NumPy value to convert
+        pass
     reasons: dict[str, str] = {}
     clean = _strict(record, "", reasons)
     if reasons:

@@ -3,6 +3,7 @@
 import contextlib
 import hashlib
 import json
+import math
 import os
 import signal
 import subprocess
@@ -330,3 +331,22 @@ def test_prepare_runs_once_with_the_pending_settings_only(tmp_path):
     _threads(tasks.squares(3), tasks.square, path, prepare=calls.append)
     _threads(tasks.squares(3), tasks.square, path, prepare=calls.append)
     assert [[s["x"] for s in pending] for pending in calls] == [[0, 1], [2]]
+
+
+@pytest.mark.parametrize("record", [
+    {"key": "k", "result": {"phases": {"T": 1.5e300, "U": -0.0}, "steps": (3, 4)},
+     "metadata": {"versions": {"numpy": "2"}, 7: [0.1, 2]}},
+    {"key": "k", "result": {"rate": np.float64(0.1), "n": np.int64(3), "y": np.arange(2.0)}},
+    {"key": "k", "result": {"rate": float("nan"), "all": [1.0, -math.inf]}},
+])
+def test_a_results_line_is_the_same_with_or_without_the_walk(record):
+    """A record of plain finite values is written directly; any other is walked first
+    (NumPy values converted, non-finite floats listed): each comes out as the walk writes
+    it."""
+    from reduced_odes._results import _strict, dumps_record
+
+    reasons: dict = {}
+    walked = _strict(record, "", reasons)
+    if reasons:
+        walked["null_reasons"] = reasons
+    assert dumps_record(record) == json.dumps(walked, allow_nan=False)
