@@ -126,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     metadata = {"versions": versions(), "platform": platform_stamp(),
                 "solver_defaults": SolverConfig().as_dict(),
                 "grid": os.path.abspath(args.grid), "source": source_stamp()}
+
     def compile_once(pending: list[dict[str, Any]]) -> None:  # here, not in every worker
         prepare(model, sorted({s[model.variant_option] for s in pending}), backend)
 
