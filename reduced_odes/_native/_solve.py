@@ -262,7 +262,10 @@ class _Rule:
         """The first ``m >= start`` where the rule holds at ``merged.steps[m]``; -1 if none."""
         if self.native:
             return merged.first_events(start, self.constants, False, True)[0]
-        steps, settled, rows = merged.steps, self.problem.settled, merged.y_steps[start:]
+        # Only the steps from ``start``: under a chunked run the earlier ones were checked, and
+        # the merged states of every step (``y_steps``) would be evaluated again each chunk.
+        steps, settled = merged.steps, self.problem.settled
+        rows = merged.dense()(steps[start:]).T
         return next((start + i for i, y in enumerate(rows) if settled(float(steps[start + i]),
                                                                       y) <= 0), -1)
 
