@@ -564,18 +564,25 @@ def _step_of(ts, count, s, hint):
     return min(max(_first_at_or_after(ts, count, s), 1), count - 1)
 
 
+@njit(**_INLINE)
+def _block_at(t, b, hint, ts, hs, orders, ds, counts, t0s, index, y, part):
+    """Block ``b``'s coordinates of ``y`` <- its interpolant at its own ``s(t)``, from the
+    step found from ``hint``; that step."""
+    s = t if t0s[b] == 0.0 else math.log1p(t / t0s[b])
+    k = _step_of(ts[b], counts[b], s, hint)
+    _dense_at(s, k, ts[b], hs[b], orders[b], ds[b], part)
+    for i in range(index.shape[1]):
+        if index[b, i] >= 0:
+            y[index[b, i]] = part[i]
+    return k
+
+
 @njit(**_JIT)
 def _state_at(t, ts, hs, orders, ds, counts, t0s, index, y, part, hints):
     """``y`` <- the state at time ``t``: each block's interpolant at its own ``s(t)``
     (``hints``: each block's last step, updated)."""
     for b in range(counts.size):
-        s = t if t0s[b] == 0.0 else math.log1p(t / t0s[b])
-        k = _step_of(ts[b], counts[b], s, hints[b])
-        hints[b] = k
-        _dense_at(s, k, ts[b], hs[b], orders[b], ds[b], part)
-        for i in range(index.shape[1]):
-            if index[b, i] >= 0:
-                y[index[b, i]] = part[i]
+        hints[b] = _block_at(t, b, hints[b], ts, hs, orders, ds, counts, t0s, index, y, part)
 
 
 @njit(**_ALLOCATING)
@@ -589,15 +596,9 @@ def dense_into(times, ts, hs, orders, ds, counts, t0s, index, out):
     counts, t0s, index, out = _borrowed(counts), _borrowed(t0s), _borrowed(index), _borrowed(out)
     part = np.empty(ds.shape[3])
     for b in range(counts.size):
-        tb, hb, ob, db, count, t0 = ts[b], hs[b], orders[b], ds[b], counts[b], t0s[b]
         k = 1
         for i in range(times.size):
-            s = times[i] if t0 == 0.0 else math.log1p(times[i] / t0)
-            k = _step_of(tb, count, s, k)
-            _dense_at(s, k, tb, hb, ob, db, part)
-            for j in range(index.shape[1]):
-                if index[b, j] >= 0:
-                    out[i, index[b, j]] = part[j]
+            k = _block_at(times[i], b, k, ts, hs, orders, ds, counts, t0s, index, out[i], part)
 
 
 @njit(**_JIT)
