@@ -15,11 +15,11 @@ A run's *record* holds every block's accepted steps, stacked: ``ts[b, k]``,
 block's coordinates in the state (``-1`` beyond its size).  Everything after the
 stepping reads the state at ``t`` from all blocks at once: the scans for the stop
 rule, the domain and the crossings read it at the union of the blocks' step times,
-evaluated once (``y_steps``, by ``dense_into``); a root between two of those times
-reads it with ``_state_at``.
+merged with the state there once (``merge``: ``steps`` and ``y_steps``); a root between
+two of those times reads it with ``_state_at``.
 
 The stepping (``_step``, ``_newton``, ``_change_d``, ``_initial_step``) and the
-dense output (``_dense_into``) are ported line by line from
+dense output (``_dense_at``) are ported line by line from
 ``scipy/integrate/_ivp/bdf.py`` and ``common.py`` of SciPy 1.17 (the method of
 Shampine & Reichelt's ``ode15s`` in SciPy's formulation: variable order 1..5,
 quasi-constant step size, NDF coefficients ``kappa``).  Deviations, each
@@ -86,6 +86,22 @@ ALPHA = (1 - _KAPPA) * GAMMA
 ERROR_CONST = _KAPPA * GAMMA + 1 / np.arange(1, MAX_ORDER + 2)
 RECIPROCALS = 1 / np.arange(1, MAX_ORDER + 1)
 
+
+def _u_tables():
+    """``U_TABLES[order, :order + 1, :order + 1]``: SciPy's ``compute_R(order, 1)``, which
+    depends on the order only."""
+    tables = np.zeros((MAX_ORDER + 1, MAX_ORDER + 1, MAX_ORDER + 1))
+    for order in range(1, MAX_ORDER + 1):
+        i = np.arange(1, order + 1)[:, None]
+        j = np.arange(order + 1)[None, :]
+        steps = np.vstack([np.ones(order + 1), (i - 1 - j) / i])
+        steps[1:, 0] = 0.0
+        tables[order, :order + 1, :order + 1] = np.cumprod(steps, axis=0)
+    return tables
+
+
+U_TABLES = _u_tables()
+
 # Float workspace slots, int workspace slots, and the statuses of ``advance``.
 F_T, F_H_ABS, F_BOUND, F_SETTLE, F_T0 = range(5)
 I_ORDER, I_EQUAL, I_NFEV, I_NJEV, I_NLU, I_LU_OK, I_STEPS, I_BLOCK = range(8)
@@ -149,40 +165,30 @@ def _scale_of(y, rtol, atol, scale):
 
 
 @njit(**_JIT)
-def _compute_r(order, factor, m):
-    """``m[:order + 1, :order + 1]`` <- SciPy's ``compute_R(order, factor)``."""
-    for j in range(order + 1):
-        m[0, j] = 1.0
-    for i in range(1, order + 1):
-        m[i, 0] = 0.0  # cumprod of a zero column
-        for j in range(1, order + 1):
-            m[i, j] = m[i - 1, j] * (i - 1 - factor * j) / i
-
-
-@njit(**_JIT)
 def _change_d(d, order, factor, ws):
-    """Change the differences array in place when the step size changes.
+    """Change the differences array in place when the step size changes: SciPy's
+    ``D[:order + 1] = (R U).T @ D[:order + 1]`` with ``R = compute_R(order, factor)`` and
+    ``U = compute_R(order, 1)``.
 
-    ``ws`` is the step workspace: its matrices hold ``R``, ``U``, ``RU`` and the new rows."""
-    r, u, ru, rows = ws.r, ws.u, ws.ru, ws.rows
-    _compute_r(order, factor, r)
-    _compute_r(order, 1.0, u)
-    m, n = order + 1, _size(d[0])
-    for i in range(m):
-        for j in range(m):
-            acc = 0.0
-            for k in range(m):
-                acc += r[i, k] * u[k, j]
-            ru[i, j] = acc
-    for j in range(m):  # d[:m] = RU.T @ d[:m]
+    Deviation (round-off only): computed as ``U.T (R.T D)``, ``U`` read from a table and
+    each column of ``R`` formed as its running product while it is applied, with ``1 / i``
+    multiplied rather than divided; a quarter of SciPy's arithmetic, and no matrices.
+    ``ws.rows`` holds ``R.T D``."""
+    m, n, u, rows = order + 1, _size(d[0]), U_TABLES[order], ws.rows
+    for k in range(m):
         for col in range(n):
-            acc = 0.0
-            for i in range(m):
-                acc += ru[i, j] * d[i, col]
-            rows[j, col] = acc
+            rows[k, col] = d[0, col]
+        r_ik = 1.0 if k > 0 else 0.0  # R[0, k]; R[i, 0] = 0 for i >= 1
+        for i in range(1, m):
+            r_ik *= (i - 1 - factor * k) * RECIPROCALS[i - 1]
+            for col in range(n):
+                rows[k, col] += r_ik * d[i, col]
     for j in range(m):
         for col in range(n):
-            d[j, col] = rows[j, col]
+            acc = 0.0
+            for k in range(m):
+                acc += u[k, j] * rows[k, col]
+            d[j, col] = acc
 
 
 @njit(**_JIT)
@@ -294,15 +300,15 @@ def _start(rtol, atol, args, fws, iws, d, jm, ws):
 
 
 #: One native call's scratch arrays, so that no step allocates: vectors of the state's
-#: size, the Jacobian's trial matrix, ``_change_d``'s matrices and a series buffer.
+#: size, the Jacobian's trial matrix, ``_change_d``'s rows and a series buffer.
 _Workspace = namedtuple("_Workspace", ["y_predict", "psi", "scale", "y", "dd", "f", "dy",
-                                       "trial", "r", "u", "ru", "rows", "buffer"])
+                                       "trial", "rows", "buffer"])
 
 
 def scratch_size(n):
     """The length of the flat scratch array that :func:`_workspace` divides up."""
     size = MAX_ORDER + 1
-    return 7 * n + n * n + 3 * size * size + size * n + max(N_SERIES, N_MARGINS, 1)
+    return 7 * n + n * n + size * n + max(N_SERIES, N_MARGINS, 1)
 
 
 @njit(**_JIT)
@@ -314,12 +320,9 @@ def _workspace(scratch, n):
     k = 7 * n
     trial = s[k:k + n * n].reshape((n, n))
     k += n * n
-    mats = s[k:k + 3 * size * size].reshape((3, size, size))
-    k += 3 * size * size
     rows = s[k:k + size * n].reshape((size, n))
     k += size * n
-    return _Workspace(v[0], v[1], v[2], v[3], v[4], v[5], v[6], trial, mats[0], mats[1],
-                      mats[2], rows, s[k:])
+    return _Workspace(v[0], v[1], v[2], v[3], v[4], v[5], v[6], trial, rows, s[k:])
 
 
 @njit(**_JIT)
@@ -565,6 +568,12 @@ def _step_of(ts, count, s, hint):
 
 
 @njit(**_INLINE)
+def _t_of(s, t0):
+    """The time ``t`` of a block's time ``s`` (``t0 = 0``: ``s`` is ``t``)."""
+    return s if t0 == 0.0 else t0 * math.expm1(s)
+
+
+@njit(**_INLINE)
 def _block_at(t, b, hint, ts, hs, orders, ds, counts, t0s, index, y, part):
     """Block ``b``'s coordinates of ``y`` <- its interpolant at its own ``s(t)``, from the
     step found from ``hint``; that step."""
@@ -599,6 +608,48 @@ def dense_into(times, ts, hs, orders, ds, counts, t0s, index, out):
         k = 1
         for i in range(times.size):
             k = _block_at(times[i], b, k, ts, hs, orders, ds, counts, t0s, index, out[i], part)
+
+
+@njit(**_ALLOCATING)
+def merge(ts, hs, orders, ds, counts, t0s, index, steps, y_steps):
+    """``steps[:m]`` <- the union of the blocks' step times in ``t``, increasing, each once,
+    and ``y_steps[:m]`` <- the state at each; ``m``.
+
+    A block that steps at a time gives its step's end state itself; the others are
+    interpolated there (their steps walked once, as the times increase)."""
+    ts, hs, orders, ds = _borrowed(ts), _borrowed(hs), _borrowed(orders), _borrowed(ds)
+    counts, t0s, index = _borrowed(counts), _borrowed(t0s), _borrowed(index)
+    steps, y_steps = _borrowed(steps), _borrowed(y_steps)
+    n_blocks = counts.size
+    pos = np.zeros(n_blocks, np.int64)  # each block's next step to merge
+    hints = np.ones(n_blocks, np.int64)
+    heads = np.empty(n_blocks)  # the time of that step
+    part = np.empty(ds.shape[3])
+    for b in range(n_blocks):
+        heads[b] = _t_of(ts[b, 0], t0s[b])
+    m = 0
+    while True:
+        t = np.inf
+        for b in range(n_blocks):
+            if pos[b] < counts[b] and heads[b] < t:
+                t = heads[b]
+        if not t < np.inf:
+            return m
+        y = y_steps[m]
+        for b in range(n_blocks):
+            k = pos[b]
+            if k < counts[b] and heads[b] == t:
+                for i in range(index.shape[1]):
+                    if index[b, i] >= 0:
+                        y[index[b, i]] = ds[b, k, 0, i]
+                pos[b] = k + 1
+                if k + 1 < counts[b]:
+                    heads[b] = _t_of(ts[b, k + 1], t0s[b])
+            else:
+                hints[b] = _block_at(t, b, hints[b], ts, hs, orders, ds, counts, t0s, index, y,
+                                     part)
+        steps[m] = t
+        m += 1
 
 
 @njit(**_JIT)
@@ -650,12 +701,31 @@ def _root_between(a, b, kind, index, level, sign, args, record, y, part, hints, 
     return b
 
 
+@njit(**_JIT)
+def _first_monotone(steps, y_steps, kind, index, level, sign, args, buffer):
+    """The first merged step where ``sign (quantity - level) >= 0`` for a quantity monotone
+    along the flow, by bisection as the pure path's ``first_index``; -1 if none."""
+    lo, hi = 0, steps.size - 1
+    if sign * (_quantity(y_steps[hi], kind, index, args, buffer) - level) < 0:
+        return -1
+    if sign * (_quantity(y_steps[lo], kind, index, args, buffer) - level) >= 0:
+        return 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if sign * (_quantity(y_steps[mid], kind, index, args, buffer) - level) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 @njit(**_ALLOCATING)
-def crossings(kinds, indices, levels, signs, args, steps, y_steps, ts, hs, orders, ds, counts,
-              t0s, index, out):
+def crossings(kinds, indices, levels, signs, monotone, args, steps, y_steps, ts, hs, orders,
+              ds, counts, t0s, index, out):
     """``out[c]`` <- the first time crossing ``c`` happens (NaN: never), from the states
-    ``y_steps`` at the (merged, increasing) step times ``steps``, each read once for every
-    pending crossing; a crossing's time within its step from the record."""
+    ``y_steps`` at the (merged, increasing) step times ``steps``: a ``monotone`` one's step
+    by bisection, the others' by one scan that reads each state once for every pending
+    crossing; a crossing's time within its step from the record."""
     args, steps, y_steps = _borrowed(args), _borrowed(steps), _borrowed(y_steps)
     ts, hs, orders, ds = _borrowed(ts), _borrowed(hs), _borrowed(orders), _borrowed(ds)
     counts, t0s, index = _borrowed(counts), _borrowed(t0s), _borrowed(index)
@@ -663,27 +733,34 @@ def crossings(kinds, indices, levels, signs, args, steps, y_steps, ts, hs, order
     root_y, part = np.empty(N_COORDINATES), np.empty(ds.shape[3])
     root_hints = np.zeros(counts.size, np.int64)
     buffers = np.empty((3, max(N_SERIES, 1)))
-    waiting = np.zeros(3, np.int64)  # pending crossings of each kind: a series of a kind
-    for c in range(kinds.size):  # is evaluated only while one of them is pending
-        waiting[kinds[c]] += 1
-    out[:] = np.nan
+    found = np.full(kinds.size, -1, np.int64)  # each crossing's step; -1: not (yet) found
+    waiting = np.zeros(3, np.int64)  # pending scanned crossings of each kind: a series of a
+    for c in range(kinds.size):  # kind is evaluated only while one of them is pending
+        if monotone[c]:
+            found[c] = _first_monotone(steps, y_steps, kinds[c], indices[c], levels[c],
+                                       signs[c], args, buffers[2])
+        else:
+            waiting[kinds[c]] += 1
     for m in range(steps.size):
+        if waiting.sum() == 0:
+            break
         y = y_steps[m]
         if waiting[1]:
             state(y, args, buffers[0])
         if waiting[2]:
             observables(y, args, buffers[1])
         for c in range(kinds.size):
-            if not math.isnan(out[c]):
+            if monotone[c] or found[c] >= 0:
                 continue
             value = y[indices[c]] if kinds[c] == 0 else buffers[kinds[c] - 1, indices[c]]
             if signs[c] * (value - levels[c]) >= 0:
-                out[c] = steps[0] if m == 0 else _root_between(
-                    steps[m - 1], steps[m], kinds[c], indices[c], levels[c], signs[c], args,
-                    record, root_y, part, root_hints, buffers[2])
+                found[c] = m
                 waiting[kinds[c]] -= 1
-        if waiting.sum() == 0:
-            return
+    for c in range(kinds.size):
+        m = found[c]
+        out[c] = np.nan if m < 0 else steps[0] if m == 0 else _root_between(
+            steps[m - 1], steps[m], kinds[c], indices[c], levels[c], signs[c], args, record,
+            root_y, part, root_hints, buffers[2])
 
 
 @njit(**_ALLOCATING)
@@ -738,7 +815,7 @@ def series_into(ys, args, states, values):
 
 @njit(**_ALLOCATING)
 def outputs(times, args, steps, y_steps, ts, hs, orders, ds, counts, t0s, index, ys, states,
-            values, kinds, indices, levels, signs, crossed):
+            values, kinds, indices, levels, signs, monotone, crossed):
     """A finished run's outputs: the dense output at ``times`` into ``ys`` (its first row
     the initial state; a block's last step exactly where it ends at the last time), the
     series at those rows, and the crossing times into ``crossed`` (from ``y_steps``, the
@@ -746,13 +823,12 @@ def outputs(times, args, steps, y_steps, ts, hs, orders, ds, counts, t0s, index,
     dense_into(times, ts, hs, orders, ds, counts, t0s, index, ys)
     last = ys.shape[0] - 1
     for b in range(counts.size):
-        end = ts[b, counts[b] - 1]
-        at_end = (end if t0s[b] == 0.0 else t0s[b] * math.expm1(end)) == times[last]
+        at_end = _t_of(ts[b, counts[b] - 1], t0s[b]) == times[last]
         for i in range(index.shape[1]):
             if index[b, i] >= 0:
                 ys[0, index[b, i]] = ds[b, 0, 0, i]
                 if at_end:
                     ys[last, index[b, i]] = ds[b, counts[b] - 1, 0, i]
     series_into(ys, args, states, values)
-    crossings(kinds, indices, levels, signs, args, steps, y_steps, ts, hs, orders, ds, counts,
-              t0s, index, crossed)
+    crossings(kinds, indices, levels, signs, monotone, args, steps, y_steps, ts, hs, orders, ds,
+              counts, t0s, index, crossed)

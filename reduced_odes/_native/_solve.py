@@ -17,7 +17,6 @@ whole system at the default settings; see the README's Performance section).
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -100,6 +99,7 @@ class _Leg:
         self.lu, self.piv = np.zeros((n, n)), np.zeros(n, np.int64)
         self.scratch = np.zeros(twin.scratch_size(n))
         self.record = _Record.empty(y0, _CAPACITY)
+        self._times = None
         self.d[0] = y0  # the first native call starts here, at t = 0
         self.fws[twin.F_T0], self.iws[twin.I_BLOCK] = t0, block
         self.set_bound(bound, watch=False)
@@ -108,9 +108,12 @@ class _Leg:
         return t if not self.t0 else math.log1p(t / self.t0)
 
     def times(self) -> np.ndarray:
-        """The recorded step times, in ``t``."""
-        s = self.record.ts[:self.record.count]
-        return s if not self.t0 else self.t0 * np.expm1(s)
+        """The recorded step times, in ``t`` (converted once per count of steps)."""
+        count = self.record.count
+        if self._times is None or self._times.size != count:
+            s = self.record.ts[:count]
+            self._times = s if not self.t0 else self.t0 * np.expm1(s)
+        return self._times
 
     def advance(self, limit: int) -> int:
         """Native steps up to the workspaces' bound or ``limit`` recorded steps; the status."""
@@ -193,27 +196,18 @@ def _stacked(legs: list[_Leg]) -> tuple[np.ndarray, ...]:
     return ts, hs, orders, ds, counts, np.array([leg.t0 for leg in legs]), index
 
 
-def _steps(legs: list[_Leg]) -> np.ndarray:
-    """The union of the legs' step times, increasing."""
-    if len(legs) == 1:
-        return legs[0].times()
-    return np.unique(np.concatenate([leg.times() for leg in legs]))
-
-
 class _Merged:
-    """The legs' records so far, as one run: the merged step times, the stacked record and
-    (on first use) the state at every merged step."""
+    """The legs' records so far, as one run: the stacked record, the union of the step times
+    (``steps``) and the state at each (``y_steps``, one row each), read by every scan."""
 
     def __init__(self, legs: list[_Leg]):
-        self.steps, self.record = _steps(legs), _stacked(legs)
+        self.record = _stacked(legs)
+        self.views = len(legs) == 1  # the record is the leg's own (see ``_stacked``)
         self.twin, self.args, self.problem = legs[0].twin, legs[0].args, legs[0].problem
-
-    @functools.cached_property
-    def y_steps(self) -> np.ndarray:
-        """The state at each merged step time (one row each), read by every scan."""
-        out = np.empty((self.steps.size, self.problem.y0.size))
-        self.twin.dense_into(self.steps, *self.record, out)
-        return out
+        total = sum(leg.record.count for leg in legs)
+        steps, y_steps = np.empty(total), np.empty((total, self.problem.y0.size))
+        m = self.twin.merge(*self.record, steps, y_steps)
+        self.steps, self.y_steps = steps[:m], y_steps[:m]
 
     def first_events(self, start: int, constants: np.ndarray, edges: bool,
                      rule: bool) -> tuple[int, int]:
@@ -223,7 +217,9 @@ class _Merged:
         return int(m), int(what)
 
     def dense(self) -> BdfSolution:
-        return BdfSolution(self.twin, self.record, self.problem.y0.size)
+        # A single leg's record is its workspace (longer than used, and stepped on if the
+        # run goes on): copied.  A stacked one is made for this merge alone.
+        return BdfSolution(self.twin, self.record, self.problem.y0.size, copy=self.views)
 
     def raise_edge(self, m: int) -> None:
         """The :class:`DomainError` of a margin ``<= 0`` first at merged step ``m``."""
@@ -236,12 +232,13 @@ class _Merged:
 class BdfSolution:
     """Dense output of a native run, called like :class:`scipy.integrate.OdeSolution`."""
 
-    def __init__(self, twin, record: tuple[np.ndarray, ...], size: int):
+    def __init__(self, twin, record: tuple[np.ndarray, ...], size: int, copy: bool = True):
         self._twin, self._size = twin, size
         ts, hs, orders, ds, counts, t0s, index = record
-        used = int(counts.max())
-        self._record = (ts[:, :used].copy(), hs[:, :used].copy(), orders[:, :used].copy(),
-                        ds[:, :used].copy(), counts.copy(), t0s.copy(), index.copy())
+        if copy:
+            used = int(counts.max())
+            ts, hs, orders, ds = (a[:, :used].copy() for a in (ts, hs, orders, ds))
+        self._record = (ts, hs, orders, ds, counts, t0s, index)
 
     def __call__(self, t):
         t = np.asarray(t, dtype=float)
@@ -262,12 +259,10 @@ class _Rule:
         """The first ``m >= start`` where the rule holds at ``merged.steps[m]``; -1 if none."""
         if self.native:
             return merged.first_events(start, self.constants, False, True)[0]
-        # Only the steps from ``start``: under a chunked run the earlier ones were checked, and
-        # the merged states of every step (``y_steps``) would be evaluated again each chunk.
+        # Only the steps from ``start``: under a chunked run the earlier ones were checked.
         steps, settled = merged.steps, self.problem.settled
-        rows = merged.dense()(steps[start:]).T
-        return next((start + i for i, y in enumerate(rows) if settled(float(steps[start + i]),
-                                                                      y) <= 0), -1)
+        return next((m for m in range(start, steps.size)
+                     if settled(float(steps[m]), merged.y_steps[m]) <= 0), -1)
 
     def time(self, merged: _Merged, a: float, b: float) -> float:
         """Where the rule turns ``<= 0`` in ``[a, b]``."""
@@ -402,7 +397,8 @@ def _crossing_arrays(system, crossings) -> tuple[np.ndarray, ...]:
                                  f"{system.model}; allowed: {', '.join(allowed)}")
     return (np.array(kinds, np.int64), np.array(indices, np.int64),
             np.array([float(c.level) for c in crossings]),
-            np.array([float(c.direction) for c in crossings]))
+            np.array([float(c.direction) for c in crossings]),
+            np.array([bool(c.monotone) for c in crossings]))
 
 
 def _named_series(system, y: np.ndarray, states: np.ndarray,

@@ -115,6 +115,24 @@ def _leg_size(system: CompiledSystem) -> int:
     return sizes.pop() if len(sizes) == 1 else 0
 
 
+def _guards(expression: str, observables: set[str]) -> list[str]:
+    """Early returns for a rule ``max(a, b, ...)``: each argument that reads no observable,
+    if positive, decides that the rule does not hold, before the observables are evaluated.
+
+    Every caller of the native rule reads only its sign (``<= 0``: it holds), so the
+    positive value returned instead of the whole ``max`` changes no result."""
+    tree = ast.parse(expression, mode="eval").body
+    if not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name)
+            and tree.func.id == "max" and len(tree.args) > 1):
+        return []
+    lines = []
+    for k, arg in enumerate(tree.args):
+        if not {n.id for n in ast.walk(arg) if isinstance(n, ast.Name)} & observables:
+            lines += [f"    _guard{k} = float({ast.unparse(arg)})", f"    if _guard{k} > 0:",
+                      f"        return _guard{k}"]
+    return lines
+
+
 def _settled_source(system: CompiledSystem, rule) -> str:
     """The stop rule as ``settled_into(t, y, args, c, values)``: its expression in ``t``, the
     coordinates, the observables (evaluated into ``values`` only if it names one) and its
@@ -127,11 +145,12 @@ def _settled_source(system: CompiledSystem, rule) -> str:
         clash = set(rule.constants) & set(names)
         assert not clash, f"stop-rule constants named like series: {sorted(clash)}"
         lines += [f"    {name} = y[{i}]" for i, name in enumerate(system.coordinate_names)]
+        lines += [f"    {name} = c[{i}]" for i, name in enumerate(rule.constants)]
         if rule.names() & set(system.observable_names):
+            lines += _guards(rule.expression, set(system.observable_names))
             lines.append("    observables(y, args, values)")
             lines += [f"    {name} = values[{i}]"
                       for i, name in enumerate(system.observable_names)]
-        lines += [f"    {name} = c[{i}]" for i, name in enumerate(rule.constants)]
         lines.append(f"    return float({rule.expression})")
     return "\n".join([*lines, "", "", "@njit(**_ALLOCATING)", "def settled(t, y, args, c):",
                       "    return settled_into(t, y, args, c, np.empty(max(N_SERIES, 1)))"])
