@@ -170,7 +170,9 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
     model = model_for(params) if model is None else get_model(model)
     solver = solver or SolverConfig()
     _checked(model, params, solver, thresholds)
-    solver = dataclasses.replace(solver, backend=resolve(solver.backend))
+    backend = resolve(solver.backend)
+    if backend != solver.backend:  # ``replace`` validates every field again
+        solver = dataclasses.replace(solver, backend=backend)
     variant = model.resolve_variant(variant)
     model.check(params, variant)
     if model.supports("integrate"):
