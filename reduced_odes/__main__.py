@@ -1,7 +1,5 @@
 """``python -m reduced_odes`` is the ``reduced-odes`` command."""
 
-import sys
+from .cli import run
 
-from .cli import main
-
-sys.exit(main())
+run()

@@ -47,9 +47,13 @@ def _strict(value, pointer: str, reasons: dict[str, str]):
     return value
 
 
-def dumps_record(record: dict) -> str:
+def dumps_record(record: dict, encoded: dict[str, str] | None = None) -> str:
     """One strict-JSON line (no bare ``NaN``): a non-finite float is stored as ``null`` and
     its JSON pointer and value are listed under ``"null_reasons"``.
+
+    ``encoded``: further members after the record's own, given as their JSON text (strict
+    and plain), e.g. the same metadata in every line of a file, encoded once; the line is
+    the same as for ``record | {key: json.loads(text)}``.
 
     Examples
     --------
@@ -58,13 +62,21 @@ def dumps_record(record: dict) -> str:
     '{"key": "k", "result": {"rate": null}, "null_reasons": {"/result/rate": "NaN"}}'
     >>> loads_record(line)["result"]["rate"]
     nan
+    >>> dumps_record({"key": "k"}, {"metadata": '{"v": 1}'})
+    '{"key": "k", "metadata": {"v": 1}}'
     """
     try:  # every float finite and every value plain: the same line, without the walk
-        return json.dumps(record, allow_nan=False)
+        text = json.dumps(record, allow_nan=False)
     except (ValueError, TypeError):  # a non-finite float, or a NumPy value to convert
         pass
+    else:
+        if not encoded:
+            return text
+        members = ", ".join(f"{json.dumps(k)}: {v}" for k, v in encoded.items())
+        return f"{text[:-1]}, {members}}}" if record else f"{{{members}}}"
     reasons: dict[str, str] = {}
-    clean = _strict(record, "", reasons)
+    clean = _strict(record | {k: json.loads(v) for k, v in (encoded or {}).items()}, "",
+                    reasons)
     if reasons:
         clean[NULL_REASONS] = reasons
     return json.dumps(clean, allow_nan=False, sort_keys=False)

@@ -256,9 +256,16 @@ def _watch_parent(parent: int) -> None:
 
 
 def _worker_init(parent: int) -> None:
-    """Worker set-up: Ctrl-C is the parent's to handle, and no worker outlives its parent."""
+    """Worker set-up: Ctrl-C is the parent's to handle, no worker outlives its parent, and
+    the worker's garbage collector leaves what it inherited alone."""
+    import gc
     import signal
     import threading
+
+    # Everything forked from the parent (numba's and SymPy's objects, a loaded twin) lives as
+    # long as the worker: frozen, the collector does not walk it again on every full
+    # collection, nor write to (and so copy) every page of it.
+    gc.freeze()
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # else each worker prints a traceback
     for fd in list(_HELD_LOCKS):
@@ -355,16 +362,25 @@ def _lines(keys: list[str], pending: dict[str, Setting], future: cf.Future,
         raise
     except Exception as exc:  # e.g. a result that cannot be sent back
         outcomes = [(False, f"{type(exc).__name__}: {exc}")] * len(keys)
+    try:  # the same metadata in every line: encoded once
+        tail = {"metadata": json.dumps(metadata, allow_nan=False)}
+    except ValueError:  # a non-finite value: listed in each line's null_reasons
+        tail = None
+
+    def line(record: dict[str, Any]) -> str:
+        return dumps_record(record, tail) if tail else dumps_record(record | {"metadata":
+                                                                               metadata})
+
     lines = []
     for key, (ok, value) in zip(keys, outcomes, strict=False):  # an interrupted chunk is short
         record: dict[str, Any] = {"key": key, "setting": pending[key]}
         if ok:
             try:
-                lines.append((dumps_record(record | {"result": value, "metadata": metadata}), True))
+                lines.append((line(record | {"result": value}), True))
                 continue
             except Exception as exc:  # the result is not JSON serialisable
                 value = f"{type(exc).__name__}: {exc}"
-        lines.append((dumps_record(record | {"error": value, "metadata": metadata}), False))
+        lines.append((line(record | {"error": value}), False))
     return [(line.encode() + b"\n", ok) for line, ok in lines]
 
 
@@ -403,6 +419,7 @@ def run_sweep(
     progress: bool | None = None,
     metadata: Mapping[str, Any] | None = None,
     prepare: Callable[[list[Setting]], None] | None = None,
+    collect: bool = True,
 ) -> SweepReport:
     """Run ``task`` on each setting not yet done, appending one JSON line per finished task.
 
@@ -429,6 +446,9 @@ def run_sweep(
     prepare
         Called here once with the settings to run, before the first one starts, and only
         if some are pending: e.g. to compile what every worker would otherwise compile.
+    collect
+        False: ``records`` is left empty, and the results file is not read back (a job
+        that reports only the counts).
 
     Examples
     --------
@@ -444,15 +464,18 @@ def run_sweep(
     """
     if executor is not None and max_workers is not None:
         raise ValueError("max_workers only applies to the default executor")
-    path, metadata = Path(results_path), dict(metadata or {})
-    json.dumps(metadata, default=_tolist)  # fail early if it is not serialisable
+    # Fails early if it is not serialisable; as read back from a line (lists, not tuples), so
+    # that it compares equal to the metadata of the lines it wrote.
+    path = Path(results_path)
+    metadata = json.loads(json.dumps(dict(metadata or {}), default=_tolist))
     todo: dict[str, Setting] = {}
     for setting in settings:
         todo.setdefault(setting_key(setting), dict(setting))
     with results_lock(path):
         outcomes = _run_pending(todo, task, path, executor, max_workers, progress, metadata,
                                 prepare)
-        successes = {r["key"]: r for r in read_results(path) if _reusable(r, metadata)}
+        successes = ({r["key"]: r for r in read_results(path) if _reusable(r, metadata)}
+                     if collect else {})
     pending = sum(outcomes.values())
     return SweepReport(
         total=len(todo), skipped=len(todo) - pending, completed=outcomes[True],

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     with run_executor(args) as (executor, workers):
         report = run_sweep(settings, solve_setting, args.out, executor=executor,
                            max_workers=workers, progress=args.progress, metadata=metadata,
-                           prepare=compile_once)
+                           prepare=compile_once, collect=False)
     print(f"sweep: {report.total} settings, {report.skipped} already done, "
           f"{report.completed} completed, {report.failed} failed -> {report.results_path}")
     if report.failed:

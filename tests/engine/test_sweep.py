@@ -333,6 +333,35 @@ def test_prepare_runs_once_with_the_pending_settings_only(tmp_path):
     assert [[s["x"] for s in pending] for pending in calls] == [[0, 1], [2]]
 
 
+def test_a_job_that_collects_nothing_reads_nothing_back(tmp_path, monkeypatch):
+    """``collect=False``: the counts and the file as usual, ``records`` empty, and the
+    results file not parsed again after the run."""
+    path = tmp_path / "results.jsonl"
+    import reduced_odes._sweep as sweep
+
+    reads = []
+    monkeypatch.setattr(sweep, "read_results", lambda p: reads.append(p) or [])
+    report = _threads(tasks.squares(3), tasks.square, path, collect=False)
+    assert (report.completed, report.records, reads) == (3, [], [])
+    assert len(path.read_bytes().splitlines()) == 3
+
+
+@pytest.mark.parametrize("record", [
+    {"key": "k", "result": {"y": 2.5, "steps": [3, 4]}},
+    {"key": "k", "result": {"rate": float("nan"), "y": np.float64(0.5)}},
+    {},
+])
+def test_members_encoded_once_give_the_same_line(record):
+    """Metadata encoded once per file and spliced in: the same bytes as the whole record
+    written at once, on the direct path and on the walk (where it comes after the walked
+    members and before ``null_reasons``)."""
+    from reduced_odes._results import dumps_record
+
+    metadata = {"versions": {"numpy": "2"}, "grid": [1, 2.5]}
+    assert dumps_record(record, {"metadata": json.dumps(metadata)}) == \
+        dumps_record(record | {"metadata": metadata})
+
+
 @pytest.mark.parametrize("record", [
     {"key": "k", "result": {"phases": {"T": 1.5e300, "U": -0.0}, "steps": (3, 4)},
      "metadata": {"versions": {"numpy": "2"}, 7: [0.1, 2]}},
