@@ -22,6 +22,7 @@ Exit status: 0 when every setting has a result, 1 when some setting failed
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from pathlib import Path
@@ -32,8 +33,9 @@ __all__ = ["HELP", "add_arguments", "allowed_keys", "run", "solve_setting"]
 HELP = "solve every setting of a TOML grid, in parallel, resumably (one JSON line each)"
 
 
-def _fields(cls) -> list[str]:
-    return [] if cls is None else [f.name for f in cls.declared()]
+@functools.cache  # read for every setting, by the client and again by its worker
+def _fields(cls) -> tuple[str, ...]:
+    return () if cls is None else tuple(f.name for f in cls.declared())
 
 
 def allowed_keys(model) -> list[str]:

@@ -137,6 +137,27 @@ def test_defaults_are_valid_and_every_field_has_help(name):
     assert dataclasses.is_dataclass(params)
 
 
+@pytest.mark.parametrize("name", MODELS)
+def test_parameters_as_dict_is_dataclasses_asdict(name):
+    """``as_dict`` skips ``asdict``'s deep copy only where nothing needs copying: the same
+    dict for every model's parameters and thresholds, and a copied list otherwise."""
+    from reduced_odes._params import Parameters
+
+    model = get_model(name)
+    for params in (model.Params(), model.Thresholds() if model.Thresholds else None):
+        if params is not None:
+            assert params.as_dict() == dataclasses.asdict(params)
+            assert list(params.as_dict()) == list(dataclasses.asdict(params))
+
+    @dataclasses.dataclass(frozen=True)
+    class Listed(Parameters):
+        widths: list = dataclasses.field(default_factory=lambda: [1, 2])
+
+    listed = Listed()
+    assert listed.as_dict() == {"widths": [1, 2]}
+    assert listed.as_dict()["widths"] is not listed.widths
+
+
 @pytest.mark.parametrize("t_end", [1e-6, 0.01, 1.0, 5e4 * math.pi, 2e17])
 @pytest.mark.parametrize("n_output", [2, 3, 400])
 def test_output_grid_is_numpys_geomspace_to_the_bit(t_end, n_output):
