@@ -122,11 +122,15 @@ def cache_dir() -> Path:
     >>> cache_dir().is_dir()
     True
     """
+    return _usable_cache(_cache_root())
+
+
+def _cache_root() -> str:
     root = os.environ.get("REDUCED_ODES_CACHE")
     if root is None:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(base, "reduced-odes")
-    return _usable_cache(root)
+    return root
 
 
 @functools.cache
@@ -180,8 +184,9 @@ def _key_files(model_class: type) -> tuple[str, ...]:
                                   *model_sources(model_class)))
 
 
-#: Seconds for which a model's source stamps are trusted: an edit is noticed within this
-#: time, and a loop of quick (native) solves does not stat every source file each time.
+#: Seconds for which a model's source stamps, and a loaded system's cache files, are
+#: trusted: an edit or a replaced file is noticed within this time, and a loop of quick
+#: (native) solves does not stat every file each time.
 SOURCE_CHECK_SECONDS = 1.0
 _STAMPS: dict[type, tuple[float, tuple]] = {}
 
@@ -443,6 +448,8 @@ def _fuse_kernel_calls(exprs: list, printer, kernels: str) -> tuple[list[str], l
 
 #: In-process memo: (model, variant, index path) -> (index stamp, module stamp, system).
 _LOADED: dict[tuple[str, str, str], tuple[tuple, tuple, CompiledSystem]] = {}
+#: Systems returned in the last ``SOURCE_CHECK_SECONDS``, by the call's arguments.
+_RECENT: dict[tuple, tuple[float, CompiledSystem]] = {}
 
 
 def _derive(model, variant: str):
@@ -482,6 +489,17 @@ def load_system(model, variant: str | None = None, *,
 
     model = get_model(model)
     variant = model.resolve_variant(variant)
+    recent_key = (type(model), model.name, variant, directory and str(directory), _cache_root())
+    recent = _RECENT.get(recent_key)
+    if recent is not None and time.monotonic() - recent[0] <= SOURCE_CHECK_SECONDS:
+        return recent[1]
+    system = _load_system(model, variant, directory)
+    _RECENT[recent_key] = (time.monotonic(), system)
+    return system
+
+
+def _load_system(model, variant: str, directory: Path | None) -> CompiledSystem:
+    """:func:`load_system` once its arguments are resolved, checking the cache's files."""
     directory = Path(directory) if directory is not None else cache_dir()
     index = directory / f"index-{derivation_key(model, variant)}.json"
     memo_key = (model.name, variant, str(index))

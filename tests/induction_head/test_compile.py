@@ -47,7 +47,28 @@ def test_warm_start_skips_derivation_and_parameters_never_recompile(tmp_path, mo
     assert not list(tmp_path.glob("*.tmp"))
 
 
-def test_corrupt_cache_entries_are_rebuilt(tmp_path):
+def test_a_system_loaded_within_the_check_window_is_not_checked_again(tmp_path,
+                                                                      monkeypatch):
+    """Quick solves in a loop do not stat the cache files each time; after the window the
+    files are checked again (a replaced one is noticed)."""
+    import reduced_odes._compile as compile_module
+
+    first = load_system("induction_head", "linear", directory=tmp_path)
+    stats = []
+    real_stat = compile_module._stat
+    monkeypatch.setattr(compile_module, "_stat", lambda path: stats.append(path) or
+                        real_stat(path))
+    assert load_system("induction_head", "linear", directory=tmp_path) is first
+    assert stats == []
+    monkeypatch.setattr(compile_module, "SOURCE_CHECK_SECONDS", -1.0)  # never trusted
+    assert load_system("induction_head", "linear", directory=tmp_path) is first
+    assert first.path in stats
+
+
+def test_corrupt_cache_entries_are_rebuilt(tmp_path, monkeypatch):
+    import reduced_odes._compile as compile_module
+
+    monkeypatch.setattr(compile_module, "SOURCE_CHECK_SECONDS", -1.0)  # every call checks
     system = load_system("induction_head", "meanfield", directory=tmp_path)
     system.path.write_text(system.path.read_text()[:200] + "\n garbage(")
     rebuilt = load_system("induction_head", "meanfield", directory=tmp_path)
