@@ -70,7 +70,7 @@ from numba.extending import intrinsic
 
 # Bound by the twin module that embeds this source (its generated functions follow).
 rhs = jac = block_rhs = block_jac = margins = state = observables = settled_into = None
-N_COORDINATES = N_MARGINS = N_SERIES = 0
+N_COORDINATES = N_ARGS = N_MARGINS = N_SERIES = N_CONSTANTS = 0
 #: The coordinates every leg steps, if the same for all (the whole system, or blocks of one
 #: size); 0 otherwise.
 LEG_SIZE = 0

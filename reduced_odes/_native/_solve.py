@@ -395,10 +395,33 @@ def _crossing_arrays(system, crossings) -> tuple[np.ndarray, ...]:
             allowed = system.coordinate_names + system.state_names + system.observable_names
             raise ParameterError(f"phase quantity {c.quantity!r} is not a series of "
                                  f"{system.model}; allowed: {', '.join(allowed)}")
+    # Explicit dtypes: an empty list is float64 otherwise, another signature to compile.
     return (np.array(kinds, np.int64), np.array(indices, np.int64),
-            np.array([float(c.level) for c in crossings]),
-            np.array([float(c.direction) for c in crossings]),
-            np.array([bool(c.monotone) for c in crossings]))
+            np.array([c.level for c in crossings], float),
+            np.array([c.direction for c in crossings], float),
+            np.array([c.monotone for c in crossings], bool))
+
+
+def compile_scans(twin) -> None:
+    """Call each entry point of ``twin`` but the stepping once, on a tiny record with the
+    argument types of a run (as :class:`_Merged`, :class:`BdfSolution` and
+    :func:`solve_native` pass them), so that numba compiles and caches them."""
+    n = twin.N_COORDINATES
+    r = _Record.empty(np.zeros(n), 2)
+    r.ts[1], r.hs[1], r.orders[1], r.ds[1], r.count = 1.0, 1.0, 1, 0.0, 2
+    record = (r.ts[None], r.hs[None], r.orders[None], r.ds[None], np.array([r.count]),
+              np.zeros(1), np.arange(n)[None])
+    steps, y_steps = np.empty(2), np.empty((2, n))
+    m = twin.merge(*record, steps, y_steps)
+    args, constants = np.zeros(twin.N_ARGS), np.zeros(max(twin.N_CONSTANTS, 1))
+    twin.first_events(steps[:m], y_steps[:m], 0, args, constants, True, True)
+    twin.settle_time(0.0, 1.0, args, constants, *record)
+    twin.dense_into(np.array([0.5]), *record, np.empty((1, n)))
+    t = np.array([0.0, 1.0])
+    # The outputs' arrays as wide as a run's: one state variable per coordinate.
+    twin.outputs(t, args, steps[:m], y_steps[:m], *record, np.empty((2, n)),
+                 np.empty((2, n)), np.empty((2, twin.N_SERIES)), *_crossing_arrays(None, []),
+                 np.empty(0))
 
 
 def _named_series(system, y: np.ndarray, states: np.ndarray,

@@ -21,6 +21,8 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import os
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -30,7 +32,7 @@ from .._compile import CompiledSystem, atomic_write
 __all__ = ["load_twin", "twin_source"]
 
 #: Bump when the twin's shape changes.
-TWIN_VERSION = "7"
+TWIN_VERSION = "8"
 _TEMPLATE = Path(__file__).with_name("_bdf.py")
 #: Generated functions, with the leading arguments they keep (``t`` for the flow).
 _FUNCTIONS = {"rhs": ("t", "y"), "jac": ("t", "y"), "margins": ("y",), "state": ("y",),
@@ -171,6 +173,9 @@ def twin_source(system: CompiledSystem, rule=None) -> tuple[str, str]:
     text = system.path.read_text(encoding="utf-8")
     tree = ast.parse(text)
     kernels, kernel_source = _kernel_imports(tree)
+    rhs = next(node for node in tree.body if isinstance(node, ast.FunctionDef)
+               and node.name == "rhs")
+    n_args = len(rhs.args.args) - len(_FUNCTIONS["rhs"])
     functions = [_native_function(node) for node in tree.body
                  if isinstance(node, ast.FunctionDef) and _kept(node.name)]
     n_margins = len(system.domain_labels)
@@ -189,10 +194,12 @@ def twin_source(system: CompiledSystem, rule=None) -> tuple[str, str]:
         "from reduced_odes._native._kernels import jit_kernels  # noqa: E402",
         *kernels,
         f"N_COORDINATES = {system.size}",
+        f"N_ARGS = {n_args}",
         f"LEG_SIZE = {_leg_size(system)}",
         f"N_MARGINS = {n_margins}",
         f"N_SERIES = {n_series}",
         f"HAS_SETTLED_RULE = {rule is not None}",
+        f"N_CONSTANTS = {len(rule.constants) if rule else 0}",
         "", generated, "", _block_dispatch(len(system.blocks)), "", settled, ""])
     return body, key
 
@@ -210,12 +217,49 @@ def _numba_cache_dir(path: Path) -> Path:
     return path.parent / "__pycache__"
 
 
-def _first_compile_notice(system: CompiledSystem, path: Path) -> None:
-    """One line on stderr when numba has no cached machine code for this twin yet."""
+def _first_compile_notice(system: CompiledSystem, path: Path) -> bool:
+    """One line on stderr when numba has no cached machine code for this twin yet; whether
+    it has none."""
     cache = _numba_cache_dir(path)
-    if not any(cache.glob(f"{path.stem}.*.nbi")):
-        print(f"reduced-odes: compiling the native integrator for model {system.model!r} "
-              f"({system.variant}) with numba, once; cached in {cache}", file=sys.stderr)
+    if any(cache.glob(f"{path.stem}.*.nbi")):
+        return False
+    print(f"reduced-odes: compiling the native integrator for model {system.model!r} "
+          f"({system.variant}) with numba, once; cached in {cache}", file=sys.stderr)
+    return True
+
+
+def import_twin(path: Path, name: str) -> ModuleType:
+    """The twin module at ``path``, imported as ``name`` (the name numba's cache knows)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # numba's cache resolves the functions' module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+#: Processes compiling a first twin's scans (kept, so that they are not reported as lost).
+_ASIDE: list = []
+
+
+def _compile_scans_aside(path: Path, name: str) -> None:
+    """On a first compile, with a second core: compile the twin's scans (about a third of
+    the compile) in another process while this one compiles the stepping; both cache what
+    they compile, and this one loads the scans from that cache if they are ready when the
+    run reaches them, else compiles them itself.  A failure there costs nothing here."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        os.cpu_count() or 1
+    if cores < 2:
+        return
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [package_root, os.environ.get("PYTHONPATH")])))
+    try:
+        _ASIDE.append(subprocess.Popen(
+            [sys.executable, "-m", "reduced_odes._native._precompile", str(path), name],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL))
+    except OSError:  # e.g. no interpreter to start: this process compiles them all
+        pass
 
 
 def load_twin(system: CompiledSystem, rule=None) -> ModuleType:
@@ -238,11 +282,10 @@ def load_twin(system: CompiledSystem, rule=None) -> ModuleType:
     path = system.path.parent / f"native-{key}.py"
     if not path.exists() or path.read_text(encoding="utf-8") != body:
         atomic_write(path, body)
-    _first_compile_notice(system, path)
+    first = _first_compile_notice(system, path)
     name = f"_reduced_odes_native_{key}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # numba's cache resolves the functions' module by name
-    spec.loader.exec_module(module)
+    module = import_twin(path, name)
+    if first:
+        _compile_scans_aside(path, name)
     _LOADED[memo] = module
     return module

@@ -7,6 +7,7 @@ Both are asked the same question through one verb, ``solve``, differing only in
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,3 +156,56 @@ def test_verify_gives_the_same_verdict_natively(name, tmp_path):
         # (The worst case's setting may differ where two settings' errors tie.)
         assert abs(mine.error - reference.error) <= max(1e-3 * reference.tolerance,
                                                        10 * PHASE_RTOL), mine.name
+
+
+def _twin_of_a_run(name: str):
+    """The twin that ran ``name`` at its defaults (loaded or compiled in this process)."""
+    from reduced_odes._compile import load_system
+    from reduced_odes._native._twin import load_twin
+
+    model = get_model(name)
+    params, variant = model.make_params({}), model.variants[0]
+    solve(params, variant, _native(), model=model)
+    rule = model.settled(params, variant)
+    return load_twin(load_system(model, variant), rule if isinstance(rule, SettledRule) else None)
+
+
+@pytest.mark.parametrize("name", ["deep_linear", "induction_head"])
+def test_the_scans_compiled_aside_have_the_signatures_of_a_run(name):
+    """What the process beside a first compile compiles (``compile_scans``) is what a run
+    calls: after a run, it adds no signature to any entry point (else that process would
+    compile for nothing, and the run would compile the scans itself)."""
+    from reduced_odes._native._solve import compile_scans
+
+    twin = _twin_of_a_run(name)
+    called = {e: set(getattr(twin, e).overloads) for e in
+              ("merge", "first_events", "settle_time", "outputs")}
+    called = {e: signatures for e, signatures in called.items() if signatures}
+    # A run in blocks calls every scan; one of the whole system watches its rule natively.
+    assert set(called) >= ({"merge", "outputs"} if name == "deep_linear" else
+                           {"merge", "first_events", "settle_time", "outputs"})
+    compile_scans(twin)
+    assert {e: set(getattr(twin, e).overloads) for e in called} == called
+
+
+def test_a_first_compile_says_so_once_and_compiles_the_scans_aside(monkeypatch, capsys,
+                                                                    tmp_path):
+    """One line on stderr, naming the model and the cache, and one process started to
+    compile the scans; none of either once numba's cache holds the twin."""
+    from reduced_odes._compile import load_system
+    from reduced_odes._native import _twin
+
+    started = []
+    monkeypatch.setattr(_twin.subprocess, "Popen", lambda argv, **_: started.append(argv))
+    monkeypatch.setattr(_twin, "_numba_cache_dir", lambda path: tmp_path)
+    system = load_system(get_model("deep_linear"))
+    monkeypatch.setattr(_twin, "_LOADED", {})
+    twin = _twin.load_twin(system)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "'deep_linear'" in lines[0] and str(tmp_path) in lines[0]
+    assert len(started) == 1 and started[0][1:4] == ["-m", "reduced_odes._native._precompile",
+                                                      str(Path(twin.__file__))]
+    (tmp_path / f"{Path(twin.__file__).stem}.merge-1.py311.nbi").touch()
+    monkeypatch.setattr(_twin, "_LOADED", {})
+    _twin.load_twin(system)
+    assert capsys.readouterr().err == "" and len(started) == 1
