@@ -230,7 +230,10 @@ class _Merged:
 
 
 class BdfSolution:
-    """Dense output of a native run, called like :class:`scipy.integrate.OdeSolution`."""
+    """Dense output of a native run, called like :class:`scipy.integrate.OdeSolution`.
+
+    ``copy``: the record is a leg's workspace, copied (only the steps used), since the
+    run may step on; else it is kept as given."""
 
     def __init__(self, twin, record: tuple[np.ndarray, ...], size: int, copy: bool = True):
         self._twin, self._size = twin, size

@@ -11,7 +11,9 @@ machine code beside the twin, so a warm start compiles nothing.
 
 The twin key hashes the system module, the integrator source, the kernels
 module's source, the numba version and the model's native stop rule, so a
-change to any of them makes a new twin.
+change to any of them makes a new twin.  On a twin's first compile, with a
+second core, another process compiles its scans meanwhile
+(:mod:`reduced_odes._native._precompile`), and the run loads them from the cache.
 """
 
 from __future__ import annotations
