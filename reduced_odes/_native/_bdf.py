@@ -115,8 +115,10 @@ _ALLOCATING = dict(cache=True, error_model="numpy", nogil=True)
 #: (``_nrt=False``): no incref/decref call on every array it touches, calls that cost more
 #: than a step's arithmetic and keep LLVM from inlining (a quarter of the stepping time).
 _JIT = dict(_ALLOCATING, _nrt=False)
-#: For the helpers of ``_state_at``, evaluated for every block at every step of a scan:
-#: numba inlines them in its IR (halving the scans' time).
+#: For what runs at every step: the step and what it calls for every Newton iteration, and
+#: the helpers of ``_state_at``, evaluated for every block at every step of a scan.  numba
+#: inlines them in its IR: called, each passed its arrays as a dozen scalars apiece (a step
+#: passes about a hundred), which cost a third of the stepping time and halved the scans'.
 _INLINE = dict(_JIT, inline="always")
 
 
@@ -242,7 +244,7 @@ def _all_finite(x):
     return True
 
 
-@njit(**_JIT)
+@njit(**_INLINE)
 def _rates(s, y, args, out, fws, iws):
     """``out`` <- ``dy/ds`` of the system or block ``iws[I_BLOCK]`` in its time ``s``."""
     t0 = fws[F_T0]
@@ -325,7 +327,7 @@ def _workspace(scratch, n):
     return _Workspace(v[0], v[1], v[2], v[3], v[4], v[5], v[6], trial, rows, s[k:])
 
 
-@njit(**_JIT)
+@njit(**_INLINE)
 def _newton(t_new, c, lu, piv, tol, args, fws, iws, ws):
     """SciPy's ``solve_bdf_system``: simplified Newton on the BDF equations.
 
@@ -377,7 +379,7 @@ def _jacobian(s, y, args, jm, fws, iws, trial):
             jm[i, j] = trial[i, j]
 
 
-@njit(**_JIT)
+@njit(**_INLINE)
 def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
     """One accepted step of SciPy's ``BDF._step_impl``; False if the step became too small."""
     t, t_bound, order, n = fws[F_T], fws[F_BOUND], iws[I_ORDER], _size(d[0])
@@ -457,7 +459,7 @@ def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
     return True
 
 
-@njit(**_JIT)
+@njit(**_INLINE)
 def _choose_order(order, error_norm, safety, fws, iws, d, ws):
     """SciPy's order and step-size change after ``order + 1`` steps of equal size."""
     scale = ws.scale

@@ -34,7 +34,7 @@ from .._compile import CompiledSystem, atomic_write
 __all__ = ["load_twin", "twin_source"]
 
 #: Bump when the twin's shape changes.
-TWIN_VERSION = "8"
+TWIN_VERSION = "9"
 _TEMPLATE = Path(__file__).with_name("_bdf.py")
 #: Generated functions, with the leading arguments they keep (``t`` for the flow).
 _FUNCTIONS = {"rhs": ("t", "y"), "jac": ("t", "y"), "margins": ("y",), "state": ("y",),
@@ -100,10 +100,11 @@ def _kernel_imports(tree: ast.Module) -> tuple[list[str], str]:
 def _block_dispatch(count: int) -> str:
     """``block_rhs`` and ``block_jac(t, y, args, out, block)``: the flow of block ``block``,
     or of the whole system if it has no blocks, so that one compiled integrator serves
-    every block (and a system with blocks compiles no whole-system flow)."""
+    every block (and a system with blocks compiles no whole-system flow).  Inlined where
+    they are called, so that the call is to the block's own flow."""
     parts = []
     for kind in ("rhs", "jac"):
-        lines = [_DECORATOR, f"def block_{kind}(t, y, args, out, block):"]
+        lines = ["@njit(**_INLINE)", f"def block_{kind}(t, y, args, out, block):"]
         for b in range(count - 1):
             lines += [f"    if block == {b}:", f"        {kind}_block{b}(t, y, args, out)",
                       "        return"]
