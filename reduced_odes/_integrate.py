@@ -320,8 +320,9 @@ def _evaluator(system: CompiledSystem, args, quantity: str):
             if source is None:
                 return lambda v: v[i]
             return lambda v: source(v, *args)[i]
+    allowed = system.coordinate_names + system.state_names + system.observable_names
     raise ParameterError(f"phase quantity {quantity!r} is not a series of {system.model}; "
-                         f"allowed: {', '.join(system.coordinate_names + system.state_names + system.observable_names)}")
+                         f"allowed: {', '.join(allowed)}")
 
 
 def _crossing_time(system: CompiledSystem, run: _Run, args, crossing: Crossing) -> float:

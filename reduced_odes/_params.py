@@ -96,7 +96,8 @@ class Range:
             return value
         if self.kind == "choice":
             if value not in self.options:
-                raise ParameterError(f"{name}={value!r}; allowed: {', '.join(map(str, self.options))}")
+                allowed = ", ".join(map(str, self.options))
+                raise ParameterError(f"{name}={value!r}; allowed: {allowed}")
             return value
         number = _number(name, value, self.text)
         if self.kind == "integer" and number != int(number):
@@ -183,7 +184,8 @@ class Parameters:
         for item in dataclasses.fields(self):
             allowed = item.metadata.get("allowed")
             if allowed is not None:
-                object.__setattr__(self, item.name, allowed.check(item.name, getattr(self, item.name)))
+                value = allowed.check(item.name, getattr(self, item.name))
+                object.__setattr__(self, item.name, value)
         self.check()
 
     def check(self) -> None:
