@@ -24,8 +24,9 @@ __all__ = ["BACKENDS", "NATIVE_MIN_SETTINGS", "for_job", "native_available",
            "preferred_backend", "prepare", "resolve"]
 
 BACKENDS = ("python", "numba", "auto")
-#: Settings from which ``auto`` compiles natively: a first compile costs about as much as
-#: this many pure-Python trajectories (see ``benchmarks/bench_native.py``).
+#: Settings from which ``auto`` compiles natively: a first compile (about 15 s) costs about
+#: as much as 400 settings of a pure-Python sweep on two workers
+#: (see ``benchmarks/bench_native.py``).
 NATIVE_MIN_SETTINGS = 500
 _INSTALL = "pip install 'reduced-odes[fast]'"
 _preferred = ["python"]
