@@ -240,7 +240,7 @@ def import_twin(path: Path, name: str) -> ModuleType:
     return module
 
 
-#: Processes compiling a first twin's scans (kept, so that they are not reported as lost).
+#: Processes compiling a first twin's scans, kept until seen finished (``poll`` reaps them).
 _ASIDE: list = []
 
 
@@ -256,6 +256,7 @@ def _compile_scans_aside(path: Path, name: str) -> None:
     package_root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [package_root, os.environ.get("PYTHONPATH")])))
+    _ASIDE[:] = [process for process in _ASIDE if process.poll() is None]
     try:
         _ASIDE.append(subprocess.Popen(
             [sys.executable, "-m", "reduced_odes._native._precompile", str(path), name],

@@ -7,6 +7,7 @@ Both are asked the same question through one verb, ``solve``, differing only in
 from __future__ import annotations
 
 import math
+import types
 from pathlib import Path
 
 import numpy as np
@@ -196,7 +197,13 @@ def test_a_first_compile_says_so_once_and_compiles_the_scans_aside(monkeypatch, 
     from reduced_odes._native import _twin
 
     started = []
-    monkeypatch.setattr(_twin.subprocess, "Popen", lambda argv, **_: started.append(argv))
+
+    def popen(argv, **_):
+        started.append(argv)
+        return types.SimpleNamespace(poll=lambda: 0)  # finished at once
+
+    monkeypatch.setattr(_twin.subprocess, "Popen", popen)
+    monkeypatch.setattr(_twin, "_ASIDE", [])
     monkeypatch.setattr(_twin, "_numba_cache_dir", lambda path: tmp_path)
     system = load_system(get_model("deep_linear"))
     monkeypatch.setattr(_twin, "_LOADED", {})
