@@ -367,7 +367,7 @@ def _lines(keys: list[str], pending: dict[str, Setting], future: cf.Future,
     except ValueError:  # a non-finite value: listed in each line's null_reasons
         tail = None
 
-    def line(record: dict[str, Any]) -> str:
+    def written(record: dict[str, Any]) -> str:
         return dumps_record(record, tail) if tail else dumps_record(record | {"metadata":
                                                                                metadata})
 
@@ -376,11 +376,11 @@ def _lines(keys: list[str], pending: dict[str, Setting], future: cf.Future,
         record: dict[str, Any] = {"key": key, "setting": pending[key]}
         if ok:
             try:
-                lines.append((line(record | {"result": value}), True))
+                lines.append((written(record | {"result": value}), True))
                 continue
             except Exception as exc:  # the result is not JSON serialisable
                 value = f"{type(exc).__name__}: {exc}"
-        lines.append((line(record | {"error": value}), False))
+        lines.append((written(record | {"error": value}), False))
     return [(line.encode() + b"\n", ok) for line, ok in lines]
 
 
