@@ -655,15 +655,19 @@ def merge(ts, hs, orders, ds, counts, t0s, index, steps, y_steps):
 
 
 @njit(**_JIT)
-def _quantity(y, kind, index, args, buffer):
-    """Series ``index`` of ``kind`` (0 coordinate, 1 state variable, 2 observable) at ``y``."""
+def _past(y, kind, index, level, sign, args, buffer):
+    """How far series ``index`` of ``kind`` (0 coordinate, 1 state variable, 2 observable)
+    is past ``level`` at ``y``, in the crossing's direction: ``sign (value - level)``, which
+    turns ``>= 0`` at the crossing."""
     if kind == 0:
-        return y[index]
-    if kind == 1:
-        state(y, args, buffer)
+        value = y[index]
     else:
-        observables(y, args, buffer)
-    return buffer[index]
+        if kind == 1:
+            state(y, args, buffer)
+        else:
+            observables(y, args, buffer)
+        value = buffer[index]
+    return sign * (value - level)
 
 
 @njit(**_JIT)
@@ -672,11 +676,11 @@ def _root_between(a, b, kind, index, level, sign, args, record, y, part, hints, 
     regula falsi (Illinois) safeguarded by bisection, to a few ulps of ``t``."""
     ts, hs, orders, ds, counts, t0s, where = record
     _state_at(a, ts, hs, orders, ds, counts, t0s, where, y, part, hints)
-    ga = sign * (_quantity(y, kind, index, args, buffer) - level)
+    ga = _past(y, kind, index, level, sign, args, buffer)
     if ga >= 0:
         return a
     _state_at(b, ts, hs, orders, ds, counts, t0s, where, y, part, hints)
-    gb = sign * (_quantity(y, kind, index, args, buffer) - level)
+    gb = _past(y, kind, index, level, sign, args, buffer)
     if gb < 0:  # interpolation round-off at the step end: the step end is the crossing
         return b
     side = 0
@@ -687,7 +691,7 @@ def _root_between(a, b, kind, index, level, sign, args, record, y, part, hints, 
         if not (a < m < b):
             m = 0.5 * (a + b)
         _state_at(m, ts, hs, orders, ds, counts, t0s, where, y, part, hints)
-        gm = sign * (_quantity(y, kind, index, args, buffer) - level)
+        gm = _past(y, kind, index, level, sign, args, buffer)
         if gm >= 0:
             b, gb = m, gm
             if side == 1:
@@ -708,13 +712,13 @@ def _first_monotone(steps, y_steps, kind, index, level, sign, args, buffer):
     """The first merged step where ``sign (quantity - level) >= 0`` for a quantity monotone
     along the flow, by bisection as the pure path's ``first_index``; -1 if none."""
     lo, hi = 0, steps.size - 1
-    if sign * (_quantity(y_steps[hi], kind, index, args, buffer) - level) < 0:
+    if _past(y_steps[hi], kind, index, level, sign, args, buffer) < 0:
         return -1
-    if sign * (_quantity(y_steps[lo], kind, index, args, buffer) - level) >= 0:
+    if _past(y_steps[lo], kind, index, level, sign, args, buffer) >= 0:
         return 0
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if sign * (_quantity(y_steps[mid], kind, index, args, buffer) - level) < 0:
+        if _past(y_steps[mid], kind, index, level, sign, args, buffer) < 0:
             lo = mid
         else:
             hi = mid

@@ -18,6 +18,7 @@ whole system at the default settings; see the README's Performance section).
 from __future__ import annotations
 
 import math
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -412,8 +413,8 @@ def compile_scans(twin) -> None:
     n = twin.N_COORDINATES
     r = _Record.empty(np.zeros(n), 2)
     r.ts[1], r.hs[1], r.orders[1], r.ds[1], r.count = 1.0, 1.0, 1, 0.0, 2
-    record = (r.ts[None], r.hs[None], r.orders[None], r.ds[None], np.array([r.count]),
-              np.zeros(1), np.arange(n)[None])
+    # Stacked as a run stacks a leg's record: the same code, so the same types.
+    record = _stacked([types.SimpleNamespace(record=r, index=np.arange(n), t0=0.0)])
     steps, y_steps = np.empty(2), np.empty((2, n))
     m = twin.merge(*record, steps, y_steps)
     args, constants = np.zeros(twin.N_ARGS), np.zeros(max(twin.N_CONSTANTS, 1))
