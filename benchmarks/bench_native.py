@@ -7,7 +7,9 @@ Run from the repository root (needs numba, the ``[fast]`` extra)::
 Reports, at the default induction-head setting (L=200, alpha=0.5, w*=0.3,
 sigma=1e-4, rtol 1e-10):
 
-* the per-trajectory time of ``solve`` on each backend and their ratio;
+* the per-trajectory time of ``solve`` on each backend and their ratio; of the native
+  one, the time in the stepping alone, and in it the right-hand sides' (their count times
+  one evaluation's cost, measured in a native loop over the run's own step states);
 * the steps at L = 1e7 over those at L = 1e2, on each backend;
 * the first compile: a subprocess with the derivations cached but no machine code;
 * the cold start with numba's cache warm (a subprocess: import, load, one
@@ -29,6 +31,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -82,6 +86,68 @@ def _sweep(backend: str, cache: str, out: Path) -> float:
                   "--workers", "2", "--backend", backend, "--no-progress"], cache)
 
 
+def _stepping(solve_once, repeat: int) -> tuple[float, list]:
+    """The median time one native trajectory spends in the twin's ``advance`` (the stepping
+    alone), and the legs of its last run."""
+    from reduced_odes._native import _solve
+
+    legs, spent = [], [0.0]
+    made = _solve._Leg.__init__
+
+    def record(leg, *args, **kwargs):
+        made(leg, *args, **kwargs)
+        legs.append(leg)
+
+    _solve._Leg.__init__ = record
+    try:
+        solve_once()
+        per_run, twin = len(legs), legs[0].twin
+        native = twin.advance
+
+        def timed(*args):
+            start = time.perf_counter()
+            status = native(*args)
+            spent[0] += time.perf_counter() - start
+            return status
+
+        twin.advance, times = timed, []
+        try:
+            for _ in range(repeat):
+                spent[0] = 0.0
+                solve_once()
+                times.append(spent[0])
+        finally:
+            twin.advance = native
+    finally:
+        _solve._Leg.__init__ = made
+    return statistics.median(times), legs[-per_run:]
+
+
+def _rhs_time(legs: list) -> tuple[float, int]:
+    """The time the legs' right-hand sides take at their count (one evaluation's cost from a
+    native loop over each leg's recorded states), and that count."""
+    import numba
+
+    @numba.njit
+    def loop(block_rhs, states, args, block, out, rounds):
+        for _ in range(rounds):
+            for k in range(states.shape[0]):
+                block_rhs(0.0, states[k], args, out, block)
+
+    total, count = 0.0, 0
+    for leg in legs:
+        twin, r = leg.twin, leg.record
+        states, out = np.ascontiguousarray(r.ds[:r.count, 0]), np.empty(leg.index.size)
+        block, rounds = int(leg.iws[twin.I_BLOCK]), 200
+        loop(twin.block_rhs, states, leg.args, block, out, 1)  # compile
+        start = time.perf_counter()
+        loop(twin.block_rhs, states, leg.args, block, out, rounds)
+        calls = int(leg.iws[twin.I_NFEV])
+        total += (time.perf_counter() - start) / (rounds * r.count) * calls
+        count += calls
+    return total, count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=21)
@@ -103,6 +169,11 @@ def main() -> None:
     pure = _median(lambda: solve(params, model=model), options.repeat)
     print(f"per trajectory: native {native * 1e3:.2f} ms, pure {pure * 1e3:.1f} ms, "
           f"ratio {pure / native:.1f}x (target <= 1 ms and >= 15x)")
+    stepping, legs = _stepping(lambda: solve(params, solver=native_config, model=model),
+                               options.repeat)
+    rhs, nfev = _rhs_time(legs)
+    print(f"  of which native stepping {stepping * 1e3:.2f} ms, and in it {nfev} right-hand "
+          f"sides {rhs * 1e3:.2f} ms")
     for label, config in (("native", native_config), ("pure", SolverConfig())):
         steps = [solve(model.make_params({**PARAMS, "L": L}), solver=config,
                        model=model).stats.steps for L in (1e2, 1e7)]

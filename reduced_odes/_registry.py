@@ -31,11 +31,16 @@ _BUILTIN_PACKAGE = "reduced_odes.models"
 _LOADED: dict[str, Model] = {}
 
 
+def _builtin() -> dict[str, str]:
+    """Built-in name -> ``module:OBJECT``: the subpackages of :mod:`reduced_odes.models`."""
+    package = importlib.import_module(_BUILTIN_PACKAGE)
+    return {info.name: f"{_BUILTIN_PACKAGE}.{info.name}:MODEL"
+            for info in pkgutil.iter_modules(package.__path__) if info.ispkg}
+
+
 def _references() -> dict[str, str]:
     """Registered name -> ``module:OBJECT``, built-in packages first, then entry points."""
-    package = importlib.import_module(_BUILTIN_PACKAGE)
-    found = {info.name: f"{_BUILTIN_PACKAGE}.{info.name}:MODEL"
-             for info in pkgutil.iter_modules(package.__path__) if info.ispkg}
+    found = _builtin()
     for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(entry.name, entry.value)
     return dict(sorted(found.items()))
@@ -63,7 +68,8 @@ def _from_module(reference: str, module_name: str, attribute: str) -> Model:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ParameterError(f"model={reference!r}: cannot import {module_name!r} ({exc})") from None
+        raise ParameterError(
+            f"model={reference!r}: cannot import {module_name!r} ({exc})") from None
     if not hasattr(module, attribute):
         raise ParameterError(f"model={reference!r}: {module_name} has no attribute {attribute!r}")
     return _checked(reference, getattr(module, attribute))
@@ -103,7 +109,12 @@ def get_model(reference: str | Model) -> Model:
         return reference
     if reference in _LOADED:
         return _LOADED[reference]
-    references = _references()
+    # A built-in name wins over an entry point of the same name, so it is looked up
+    # without reading every installed distribution's metadata (15 ms here; more with more
+    # packages installed).
+    references = _builtin()
+    if reference not in references:
+        references = _references()
     if reference in references:
         module_name, attribute = references[reference].split(":")
         model = _from_module(reference, module_name, attribute)

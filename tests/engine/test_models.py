@@ -146,6 +146,19 @@ def test_entry_point_plugins_are_registered(monkeypatch):
     assert get_model("plugin_linear") is get_model("deep_linear")
 
 
+def test_a_built_in_name_is_found_without_reading_entry_points(monkeypatch):
+    import importlib.metadata
+
+    from reduced_odes import _registry
+
+    def entry_points(group):
+        raise AssertionError("every distribution's metadata read for a built-in model")
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(_registry, "_LOADED", {})
+    assert get_model("deep_linear").name == "deep_linear"
+
+
 def test_a_user_models_trajectory_evaluates_its_observables():
     model = get_model(f"{EXAMPLE}:MODEL")
     traj = solve(model.Params(), model=model)
