@@ -10,6 +10,7 @@ sigma=1e-4, rtol 1e-10):
 * the per-trajectory time of ``solve`` on each backend and their ratio; of the native
   one, the time in the stepping alone, and in it the right-hand sides' (their count times
   one evaluation's cost, measured in a native loop over the run's own step states);
+* the same two per-trajectory times at the defaults of every registered model;
 * the steps at L = 1e7 over those at L = 1e2, on each backend;
 * the first compile: a subprocess with the derivations cached but no machine code;
 * the cold start with numba's cache warm (a subprocess: import, load, one
@@ -23,6 +24,7 @@ sigma=1e-4, rtol 1e-10):
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import statistics
@@ -148,6 +150,23 @@ def _rhs_time(legs: list) -> tuple[float, int]:
     return total, count
 
 
+def _every_model(repeat: int) -> None:
+    """Per trajectory, natively and on the pure path, at every registered model's defaults."""
+    from reduced_odes import SolverConfig, solve
+    from reduced_odes._registry import registered_models
+
+    native_config = SolverConfig(backend="numba")
+    for model in registered_models():
+        params = model.make_params({})
+        for variant in model.variants:
+            native_run = functools.partial(solve, params, variant, native_config, model=model)
+            native_run()  # compile or load once
+            native = _median(native_run, repeat)
+            pure = _median(functools.partial(solve, params, variant, model=model), repeat)
+            print(f"  {model.name} ({variant}): native {native * 1e3:.2f} ms, pure "
+                  f"{pure * 1e3:.1f} ms, ratio {pure / native:.1f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=21)
@@ -174,6 +193,8 @@ def main() -> None:
     rhs, nfev = _rhs_time(legs)
     print(f"  of which native stepping {stepping * 1e3:.2f} ms, and in it {nfev} right-hand "
           f"sides {rhs * 1e3:.2f} ms")
+    print("per trajectory at each model's defaults:")
+    _every_model(options.repeat)
     for label, config in (("native", native_config), ("pure", SolverConfig())):
         steps = [solve(model.make_params({**PARAMS, "L": L}), solver=config,
                        model=model).stats.steps for L in (1e2, 1e7)]

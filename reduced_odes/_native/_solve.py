@@ -180,7 +180,7 @@ def _stacked(legs: list[_Leg]) -> tuple[np.ndarray, ...]:
     if len(legs) == 1:
         r = legs[0].record
         return (r.ts[None], r.hs[None], r.orders[None], r.ds[None], np.array([r.count]),
-                np.zeros(1), legs[0].index[None])
+                np.array([float(legs[0].t0)]), legs[0].index[None])
     counts = np.array([leg.record.count for leg in legs])
     width = max(leg.index.size for leg in legs)
     size = int(counts.max())
@@ -441,7 +441,7 @@ def solve_native(model, params, variant, solver, thresholds, problem: Problem) -
     """See :func:`reduced_odes._native.solve_native`."""
     twin, constants = _twin_for(model, params, variant, problem)
     legs, rule = _legs(twin, problem, constants), _Rule(twin, problem, constants)
-    if len(legs) == 1:
+    if not problem.system.blocks:  # one block, even in log time, is a leg of blocks
         t_end = _integrate(twin, problem, rule, legs[0])
         merged = _Merged(legs)
     else:

@@ -45,9 +45,11 @@ class TwoDecays(Model):
     description = "two uncoupled exponential decays"
     Params = DecayParams
 
+    blocks = BLOCKS
+
     def derive(self, variant):
         return gradient_flow((X, Y), (X**2 + (Y - 1) ** 2) / 2, parameters=(FLOOR,),
-                             domain=(X > FLOOR,), blocks=BLOCKS)
+                             domain=(X > FLOOR,), blocks=self.blocks)
 
     def parameter_values(self, params, variant):
         return (params.floor,)
@@ -66,6 +68,13 @@ class TwoDecays(Model):
 
 
 MODEL = TwoDecays()
+
+
+class OneBlock(TwoDecays):
+    """The same flow declared as one block in log time: a single leg, not in ``t``."""
+
+    name = "one_block"
+    blocks = (Block(("x", "y"), log_time=1.0),)
 
 
 def test_blocks_are_compiled_one_function_pair_each():
@@ -97,9 +106,7 @@ native = pytest.mark.skipif(not native_available(),
                             reason="numba is not installed (the [fast] extra)")
 
 
-@native
-def test_each_block_in_its_own_time_gives_the_exact_solution(lasting_cache):
-    traj = solve(DecayParams(), solver=SolverConfig(backend="numba"), model=MODEL)
+def _assert_exact(traj) -> None:
     # Root-finding on the dense output of rtol-1e-10 runs: 1e-8 relative.
     assert traj.phases["T_x"] == pytest.approx(math.log(2), rel=1e-8)
     assert traj.phases["T_y"] == pytest.approx(math.log(10), rel=1e-8)
@@ -111,8 +118,21 @@ def test_each_block_in_its_own_time_gives_the_exact_solution(lasting_cache):
     # rtol 1e-10 per step, accumulated over the run: 1e-8 relative, 1e-9 absolute.
     assert np.allclose(traj.series["x"][1:], np.exp(-t), rtol=1e-8, atol=1e-9)
     assert np.allclose(traj.series["y"][1:], -np.expm1(-t), rtol=1e-8, atol=1e-9)
+    # The dense output is in t, whatever time each block was stepped in (as the series).
+    assert traj.at([math.log(2)])[0, 0] == pytest.approx(0.5, rel=1e-8)
+
+
+@native
+def test_each_block_in_its_own_time_gives_the_exact_solution(lasting_cache):
+    traj = solve(DecayParams(), solver=SolverConfig(backend="numba"), model=MODEL)
+    _assert_exact(traj)
     pure = solve(DecayParams(), model=MODEL)
     assert traj.stats.steps > 0 and pure.phases["T_x"] == pytest.approx(math.log(2), rel=1e-8)
+
+
+@native
+def test_a_single_block_in_log_time_gives_the_exact_solution(lasting_cache):
+    _assert_exact(solve(DecayParams(), solver=SolverConfig(backend="numba"), model=OneBlock()))
 
 
 @native

@@ -61,7 +61,8 @@ def test_every_model_agrees_at_its_defaults(name):
         assert native.t[-1] == pytest.approx(pure.t[-1], rel=1e-3)
 
 
-@pytest.mark.parametrize("name", ["deep_linear", "induction_head"])
+@pytest.mark.parametrize("name", ["deep_linear", "induction_head", "two_stage_features",
+                                  "two_mixture"])
 def test_compiled_rule_equals_its_python_evaluation(name):
     from reduced_odes._compile import load_system
     from reduced_odes._native._twin import load_twin

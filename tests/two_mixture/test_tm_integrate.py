@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from reduced_odes import SolverConfig, solve
+from reduced_odes import SettledRule, SolverConfig, solve
 from reduced_odes.models.two_mixture import MODEL, TwoMixtureParams
 from reduced_odes.models.two_mixture.numeric import composite, reduced_loss
 from reduced_odes.models.two_mixture.predictions import predictor
@@ -50,6 +50,29 @@ def test_float_helpers_match_derived_observables(default):
         assert theta == pytest.approx(default.series["theta"][i], rel=1e-12)
         assert float(reduced_loss("square", A, theta)) == pytest.approx(
             default.series["loss"][i], rel=1e-12)
+
+
+@pytest.mark.parametrize("train", ["all", "neurons", "attention"])
+def test_stop_rule_is_the_end_of_the_trained_stages(default, train):
+    """The rule as an expression of the observables, against the stage ends written out
+    with the float helpers."""
+    params = TwoMixtureParams(train=train)
+    system = default.system
+    rule = MODEL.settled(params, "square")
+    assert isinstance(rule, SettledRule)
+    evaluate = rule.function(system.coordinate_names, system.observable_names,
+                             system.observables, MODEL.parameter_values(params, "square"))
+
+    def written_out(y):
+        A, _, theta = composite(params, y)
+        lags = {"all": (params.A1 - A, params.theta2 - theta,
+                        float(reduced_loss("square", A, theta)) - params.L3),
+                "neurons": (params.A_I - A,), "attention": (params.theta_II - theta,)}
+        return max(lags[train])
+
+    for t, y in zip(default.t[::20], default.at(default.t[::20]).T, strict=True):
+        # The observables are the helpers' expressions compiled: equal to round-off.
+        assert evaluate(t, y) == pytest.approx(written_out(y), rel=1e-12, abs=1e-15)
 
 
 def test_random_init_starts_at_zero_margin():

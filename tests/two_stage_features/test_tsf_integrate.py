@@ -5,8 +5,9 @@ import math
 import pytest
 import tsf_reference as ref
 
-from reduced_odes import ParameterError, SolverConfig, solve
-from reduced_odes.models.two_stage_features import TwoStageParams, TwoStageThresholds
+from reduced_odes import ParameterError, SettledRule, SolverConfig, solve
+from reduced_odes.models.two_stage_features import MODEL, TwoStageParams, TwoStageThresholds
+from reduced_odes.models.two_stage_features.model import SETTLE_TOLERANCE, targets
 from reduced_odes.models.two_stage_features.predictions import (
     diagnostics,
     predict,
@@ -63,6 +64,29 @@ def test_fixed_value_matches_exact_solution():
     assert ph["T_cross"] == pytest.approx(T_cross, rel=1e-6)
 
 
+@pytest.mark.parametrize("variant", ["relu", "linear"])
+def test_stop_rule_is_the_distance_to_the_optimum(variant):
+    """The rule as an expression of the coordinates, against the distance written out
+    (the linear control's Q block is never settled: B* = 0)."""
+    params = TwoStageParams()
+    run = solve(params, variant)
+    rule = MODEL.settled(params, variant)
+    assert isinstance(rule, SettledRule)
+    evaluate = rule.function(run.system.coordinate_names, (), None, ())
+    A_star, B_star = targets(params, variant)
+    assert (B_star > 0) == (variant == "relu")
+
+    def written_out(y):
+        log_v = math.log(y[0])
+        gap = abs(log_v + y[1] + y[2] - math.log(A_star * params.gamma**-2))
+        if B_star > 0:
+            gap = max(gap, abs(log_v + y[3] + y[4] - math.log(B_star * params.mu**-2)))
+        return gap - SETTLE_TOLERANCE
+
+    for t, y in zip(run.t[::20], run.at(run.t[::20]).T, strict=True):
+        assert evaluate(t, y) == written_out(y)  # the same operations in the same order
+
+
 def test_linear_control_never_learns_semantics():
     traj = solve(TwoStageParams(sigma=1e-2), variant="linear")
     assert max(traj.series["log_b"]) <= traj.series["log_b"][0]
@@ -71,10 +95,12 @@ def test_linear_control_never_learns_semantics():
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"gamma": 0.0}, "gamma=0.0"), ({"mu": math.inf}, "mu=inf"), ({"sigma": -1.0}, "sigma=-1.0"),
-    ({"v0": math.nan}, "v0=nan"), ({"pi_P": 1.0}, r"pi_P=1.0 is outside the open interval \(0, 1\)"),
+    ({"v0": math.nan}, "v0=nan"),
+    ({"pi_P": 1.0}, r"pi_P=1.0 is outside the open interval \(0, 1\)"),
     ({"N": 2.5}, "N=2.5 must be an integer >= 1"), ({"d_P": 0}, "d_P=0 must be an integer >= 1"),
     ({"d_Q": 1}, "d_Q=1 must be an integer >= 2"), ({"train_value": "yes"}, "train_value='yes'"),
-    ({"sigma": 0.4, "v0": 1.0}, r"v0=1.0 with train_value=True must satisfy v0\^2 > \(d_P \+ d_Q\)"),
+    ({"sigma": 0.4, "v0": 1.0},
+     r"v0=1.0 with train_value=True must satisfy v0\^2 > \(d_P \+ d_Q\)"),
 ])
 def test_bad_parameters_name_value_and_range(kwargs, match):
     with pytest.raises(ParameterError, match=match):
@@ -82,7 +108,8 @@ def test_bad_parameters_name_value_and_range(kwargs, match):
 
 
 def test_bad_thresholds_and_activation():
-    with pytest.raises(ParameterError, match=r"saturation=1.5 is outside the open interval \(0, 1\)"):
+    with pytest.raises(ParameterError,
+                       match=r"saturation=1.5 is outside the open interval \(0, 1\)"):
         TwoStageThresholds(saturation=1.5)
     with pytest.raises(ParameterError, match="activation='tanh'; allowed: relu, linear"):
         solve(TwoStageParams(), variant="tanh")

@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..._contract import Crossing, Model
+from ..._contract import Crossing, Model, SettledRule
 from ..._params import ParameterError
-from .numeric import composite, initial_moments, reduced_loss, square_optimum
+from .numeric import initial_moments, reduced_loss, square_optimum
 from .params import LOSSES, TwoMixtureParams, initial_theta
 
 __all__ = ["MODEL", "TwoMixture", "TwoMixtureParams"]
@@ -97,15 +97,23 @@ class TwoMixture(Model):
                 Crossing("T3", "loss", params.L3, direction=-1),
                 Crossing("T_AI", "A", params.A_I), Crossing("T_thetaII", "theta", params.theta_II)]
 
-    def settled(self, params: TwoMixtureParams, variant: str):
-        """All of T1, T2, T3 reached (a single block only: its own Algorithm 1 stage end)."""
-        def reached(y) -> float:
-            A, _, theta = composite(params, y)
-            lags = {"all": (params.A1 - A, params.theta2 - theta,
-                            float(reduced_loss(variant, A, theta)) - params.L3),
-                    "neurons": (params.A_I - A,), "attention": (params.theta_II - theta,)}
-            return max(lags[params.train])
-        return reached
+    def settled(self, params: TwoMixtureParams, variant: str) -> SettledRule:
+        """``<= 0`` once the stages that ``params.train`` trains have ended: all of T1, T2
+        and T3 (``A >= A1``, ``theta >= theta2``, ``loss <= L3``), or, for a single block,
+        its own Algorithm 1 stage (``A >= A_I`` or ``theta >= theta_II``).  Constants switch
+        the terms on and off, so the expression is one for every setting."""
+        levels = {"all": (params.A1, params.theta2, params.L3),
+                  "neurons": (params.A_I, None, None),
+                  "attention": (None, params.theta_II, None)}[params.train]
+        names = ("A_level", "theta_level", "loss_level")
+        constants = {name: 0.0 if level is None else float(level)
+                     for name, level in zip(names, levels, strict=True)}
+        constants.update({f"{name}_on": float(level is not None)
+                          for name, level in zip(("A", "theta", "loss"), levels, strict=True)})
+        return SettledRule(
+            "max(A_level - A if A_on > 0 else -math.inf, "
+            "theta_level - theta if theta_on > 0 else -math.inf, "
+            "loss - loss_level if loss_on > 0 else -math.inf)", constants)
 
     def horizon(self, params: TwoMixtureParams, variant: str) -> float:
         # The stage times scale as ln(1/A0)/lambda1 + (4/kappa) ln(1/ell0).

@@ -7,6 +7,7 @@ comparison; the tests hold each against the derived expressions.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -75,6 +76,7 @@ def initial_moments(params: TwoMixtureParams) -> dict[str, float]:
     return {"zeta": zeta, "N": s2, "M": s2, "q": params.sigma_att, "k": params.sigma_att}
 
 
+@functools.lru_cache(maxsize=1024)  # every run's parameter check asks it at theta0
 def square_optimum(theta: float) -> tuple[float, float]:
     """``(A*, L*)``: the square loss minimised over ``A`` at a fixed margin ``theta``
     (found numerically; the closed form is derived in ``predictions``).

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ..._contract import Crossing, Model
+from ..._contract import Crossing, Model, SettledRule
 from .mixture import numeric_optimum
 from .params import ACTIVATIONS, TwoStageParams, TwoStageThresholds
 
@@ -31,7 +32,15 @@ def targets(params: TwoStageParams, variant: str = "relu") -> tuple[float, float
     >>> [round(x, 6) for x in targets(TwoStageParams())]
     [3.657143, 6.564103]
     """
-    args = (params.pi_P, params.gamma, params.mu, params.N, _activation(variant))
+    return _targets(params.pi_P, params.gamma, params.mu, params.N, variant)
+
+
+@functools.lru_cache(maxsize=1024)
+def _targets(pi_P: float, gamma: float, mu: float, N: float,
+             variant: str) -> tuple[float, float]:
+    # Memoised: the stop rule asks on every run, and the six mixture expectations behind
+    # it cost more than a native run (a sweep varies other parameters as often).
+    args = (pi_P, gamma, mu, N, _activation(variant))
     return numeric_optimum("P", *args), numeric_optimum("Q", *args)
 
 
@@ -49,10 +58,11 @@ def phase_names(thresholds: TwoStageThresholds | None = None) -> list[str]:
 
 
 class TwoStageFeatures(Model):
-    """Normalised ReLU attention on disentangled syntactic/semantic tokens (Gong et al., reconstructed).
+    """Normalised ReLU attention on disentangled syntactic/semantic tokens (Gong et al.).
 
-    The state is ``(v, k_P, q_P, k_Q, q_Q)``; the weights are integrated as
-    ``ln k``, ``ln q`` so that ``sigma`` down to ``1e-300`` is exact.
+    A reconstruction of the paper's model.  The state is ``(v, k_P, q_P, k_Q, q_Q)``; the
+    weights are integrated as ``ln k``, ``ln q`` so that ``sigma`` down to ``1e-300`` is
+    exact.
 
     Examples
     --------
@@ -144,24 +154,25 @@ class TwoStageFeatures(Model):
             found += [Crossing("T_Q", "B_frac", thresholds.theta),
                       Crossing("T_cross", "log_b_over_a", CROSSING_LEVEL)]
         for block in ("P", "Q") if variant == "relu" else ("P",):
-            found += [Crossing(f"T_{block}@{level:g}", f"{'A' if block == 'P' else 'B'}_frac", level)
+            series = f"{'A' if block == 'P' else 'B'}_frac"
+            found += [Crossing(f"T_{block}@{level:g}", series, level)
                       for level in thresholds.levels()]
         return found
 
-    def settled(self, params: TwoStageParams, variant: str) -> Callable[[Sequence[float]], float]:
+    def settled(self, params: TwoStageParams, variant: str) -> SettledRule:
+        """``<= 0`` once ``ln A`` and ``ln B`` are within ``SETTLE_TOLERANCE`` of ``ln A*`` and
+        ``ln B*`` (in the coordinates, ``ln A = ln v + ln k_P + ln q_P``).
+
+        The linear control has ``B* = 0``: its Q block never leaves the origin, so only P
+        settles (a constant switches Q off: the expression is one per variant)."""
         A_star, B_star = targets(params, variant)
-        log_A_star = math.log(A_star * params.gamma**-2)
-        # The linear control has B* = 0: its Q block never leaves the origin, so only P settles.
-        log_B_star = math.log(B_star * params.mu**-2) if B_star > 0 else None
-
-        def distance(y: Sequence[float]) -> float:
-            log_v = math.log(y[0])
-            gap = abs(log_v + y[1] + y[2] - log_A_star)
-            if log_B_star is not None:
-                gap = max(gap, abs(log_v + y[3] + y[4] - log_B_star))
-            return gap - SETTLE_TOLERANCE
-
-        return distance
+        return SettledRule(
+            "max(abs(math.log(v) + log_k_P + log_q_P - log_A_star), "
+            "abs(math.log(v) + log_k_Q + log_q_Q - log_B_star) if q_settles > 0 else 0.0)"
+            " - tolerance",
+            {"log_A_star": math.log(A_star * params.gamma**-2),
+             "log_B_star": math.log(B_star * params.mu**-2) if B_star > 0 else 0.0,
+             "q_settles": 1.0 if B_star > 0 else 0.0, "tolerance": SETTLE_TOLERANCE})
 
     def horizon(self, params: TwoStageParams, variant: str) -> float:
         # A first guess only (the engine extends it): the e-folding time of each block at the
