@@ -49,7 +49,13 @@ def _start_sweep(tmp_path: Path, settings: int = 40) -> subprocess.Popen:
          _grid(tmp_path, f"[grid]\nL = [{L}]\nsigma = 1e-200\n"), "--out",
          str(tmp_path / "r.jsonl"), "--workers", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=_default_ctrl_c)
+
+
+def _default_ctrl_c() -> None:
+    """Ctrl-C as a terminal delivers it: a shell that runs the tests in the background
+    ignores SIGINT for them, and an ignored signal stays ignored across ``exec``."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for_workers(process: subprocess.Popen) -> list[int]:
