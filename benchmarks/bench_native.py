@@ -15,7 +15,8 @@ sigma=1e-4, rtol 1e-10):
 * the first compile: a subprocess with the derivations cached but no machine code;
 * the cold start with numba's cache warm (a subprocess: import, load, one
   trajectory), next to numba's own floor measured the same way (import numba,
-  load one cached trivial function, call it);
+  load one cached trivial function, call it): the medians of ``--cold-repeat``
+  runs of each, interleaved;
 * ``reduced-odes sweep`` of ``benchmarks/grid_1000.toml`` on 2 workers, native
   (the median of ``--sweep-repeat`` runs) and pure (one run), from the command line
   as a user runs it.
@@ -61,8 +62,13 @@ def _median(fn, repeat: int) -> float:
 
 
 def _seconds(argv: list[str], cache: str) -> float:
-    """The last line a subprocess prints, as a float (its own clock)."""
-    env = dict(os.environ, REDUCED_ODES_CACHE=cache)
+    """The last line a subprocess prints, as a float (its own clock).
+
+    Python's bytecode cache is on, as Python runs by default: an environment with
+    ``PYTHONDONTWRITEBYTECODE`` set would otherwise compile every module of this package
+    and the twin from source at each start (about 0.1 s)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["REDUCED_ODES_CACHE"] = cache
     out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -171,6 +177,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=21)
     parser.add_argument("--skip-compile", action="store_true", help="no first-compile run")
+    parser.add_argument("--cold-repeat", type=int, default=5,
+                        help="cold starts (and numba floors) to take the median of")
     parser.add_argument("--sweep-repeat", type=int, default=5,
                         help="native sweeps to take the median of (default 5)")
     parser.add_argument("--skip-pure-sweep", action="store_true",
@@ -210,11 +218,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as floor_dir:
         script = Path(floor_dir) / "floor.py"
         script.write_text(_FLOOR)
-        _seconds([sys.executable, str(script)], str(warm))  # numba caches it beside the file
-        floor = _seconds([sys.executable, str(script)], str(warm))
+        floor_run = [sys.executable, str(script)]
+        for argv in (floor_run, one_run):  # numba's cache and Python's bytecode, written once
+            _seconds(argv, str(warm))
+        pairs = [(_seconds(floor_run, str(warm)), _seconds(one_run, str(warm)))
+                 for _ in range(options.cold_repeat)]  # interleaved: the same machine load
+    floors, colds = zip(*pairs, strict=True)
     print(f"cold start, numba cache warm (import + load + one trajectory): "
-          f"{_seconds(one_run, str(warm)):.2f} s (target <= 1 s); numba's own floor "
-          f"(import, one cached function): {floor:.2f} s")
+          f"{statistics.median(colds):.2f} s (target <= 1 s); numba's own floor (import, one "
+          f"cached function): {statistics.median(floors):.2f} s (medians of "
+          f"{options.cold_repeat}, interleaved)")
     with tempfile.TemporaryDirectory() as tmp:
         runs = [_sweep("numba", str(warm), Path(tmp) / "native.jsonl")
                 for _ in range(options.sweep_repeat)]
