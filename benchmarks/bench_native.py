@@ -61,20 +61,23 @@ def _median(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def _seconds(argv: list[str], cache: str) -> float:
-    """The last line a subprocess prints, as a float (its own clock).
-
-    Python's bytecode cache is on, as Python runs by default: an environment with
-    ``PYTHONDONTWRITEBYTECODE`` set would otherwise compile every module of this package
-    and the twin from source at each start (about 0.1 s)."""
+def _env(cache: str, **extra: str) -> dict[str, str]:
+    """A subprocess's environment: ``cache`` as the compile cache, and Python's bytecode
+    cache on, as Python runs by default (an environment with ``PYTHONDONTWRITEBYTECODE``
+    set would compile every module of this package and the twin from source at each
+    start: about 0.1 s)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["REDUCED_ODES_CACHE"] = cache
-    out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True)
+    return {**env, "REDUCED_ODES_CACHE": cache, **extra}
+
+
+def _seconds(argv: list[str], cache: str) -> float:
+    """The last line a subprocess prints, as a float (its own clock)."""
+    out = subprocess.run(argv, env=_env(cache), check=True, capture_output=True, text=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
 def _wall(argv: list[str], cache: str) -> float:
-    env = dict(os.environ, REDUCED_ODES_CACHE=cache, PYTHONPATH=str(ROOT))
+    env = _env(cache, PYTHONPATH=str(ROOT))
     start = time.perf_counter()
     subprocess.run(argv, env=env, check=True, capture_output=True, text=True)
     return time.perf_counter() - start
