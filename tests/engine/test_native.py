@@ -139,6 +139,23 @@ def test_a_fixed_end_is_reached_exactly():
     assert native.final["u"] == pytest.approx(pure.final["u"], rel=1e-8)
 
 
+def test_a_stop_rule_in_python_is_applied_between_chunks_of_native_steps():
+    """No registered model's rule is a plain function any more; the example's is, so the
+    native run stops on it in Python after each chunk of native steps."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "incremental_learning.py"
+    model = get_model(f"{example}:MODEL")
+    params = model.make_params({})
+    assert not isinstance(model.settled(params, model.variants[0]), SettledRule)
+    pure, native = solve(params, model=model), solve(params, solver=_native(), model=model)
+    _assert_same_phases(native, pure)
+    # t_settle is as sharp as the rule's 1e-9 threshold allows over two integrators'
+    # errors (~1e-10 each): 1e-3 of the run (as in the test over every model above).
+    assert native.t[-1] == pytest.approx(pure.t[-1], rel=1e-3)
+    from reduced_odes._native._solve import _CHUNK
+
+    assert native.stats.steps > _CHUNK  # more than one chunk
+
+
 @pytest.mark.parametrize("name", ["induction_head", "two_stage_features", "two_mixture"])
 def test_verify_gives_the_same_verdict_natively(name, tmp_path):
     from reduced_odes._verify import verify
