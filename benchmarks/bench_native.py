@@ -10,7 +10,9 @@ sigma=1e-4, rtol 1e-10):
 * the per-trajectory time of ``solve`` on each backend and their ratio; of the native
   one, the time in the stepping alone, and in it the right-hand sides' (their count times
   one evaluation's cost, measured in a native loop over the run's own step states);
-* the same two per-trajectory times at the defaults of every registered model;
+* the same two per-trajectory times (and steps) at the defaults of every registered
+  model; and ``two_mixture`` natively with its stop rule compiled in against the same
+  rule as a Python function;
 * the steps at L = 1e7 over those at L = 1e2, on each backend;
 * the first compile: a subprocess with the derivations cached but no machine code;
 * the cold start with numba's cache warm (a subprocess: import, load, one
@@ -169,11 +171,38 @@ def _every_model(repeat: int) -> None:
         params = model.make_params({})
         for variant in model.variants:
             native_run = functools.partial(solve, params, variant, native_config, model=model)
-            native_run()  # compile or load once
-            native = _median(native_run, repeat)
-            pure = _median(functools.partial(solve, params, variant, model=model), repeat)
-            print(f"  {model.name} ({variant}): native {native * 1e3:.2f} ms, pure "
-                  f"{pure * 1e3:.1f} ms, ratio {pure / native:.1f}x")
+            pure_run = functools.partial(solve, params, variant, model=model)
+            steps = native_run().stats.steps, pure_run().stats.steps  # compile or load once
+            native, pure = _median(native_run, repeat), _median(pure_run, repeat)
+            print(f"  {model.name} ({variant}): native {native * 1e3:.2f} ms ({steps[0]} "
+                  f"steps), pure {pure * 1e3:.1f} ms ({steps[1]} steps), ratio "
+                  f"{pure / native:.1f}x")
+
+
+def _python_rule(repeat: int) -> None:
+    """``two_mixture`` natively with its stop rule compiled in, and with the same rule as a
+    Python function (called between chunks of native steps, once per step)."""
+    from reduced_odes import SolverConfig, solve
+    from reduced_odes._compile import load_system
+    from reduced_odes.models import get_model
+
+    model, variant = get_model("two_mixture"), "square"
+    params, config = model.make_params({}), SolverConfig(backend="numba")
+    run = functools.partial(solve, params, variant, config, model=model)
+    run()
+    compiled = _median(run, repeat)
+    rule = model.settled(params, variant)
+    system = load_system(model, variant)
+    as_function = rule.function(system.coordinate_names, system.observable_names,
+                                system.observables, model.parameter_values(params, variant))
+    model.settled = lambda params, variant: as_function
+    try:
+        run()  # its own twin (no rule compiled in): compiled or loaded once
+        python = _median(run, repeat)
+    finally:
+        del model.settled
+    print(f"two_mixture (square) natively, its stop rule compiled in: {compiled * 1e3:.2f} ms; "
+          f"the same rule as a Python function: {python * 1e3:.2f} ms ({python / compiled:.1f}x)")
 
 
 def main() -> None:
@@ -206,6 +235,7 @@ def main() -> None:
           f"sides {rhs * 1e3:.2f} ms")
     print("per trajectory at each model's defaults:")
     _every_model(options.repeat)
+    _python_rule(options.repeat)
     for label, config in (("native", native_config), ("pure", SolverConfig())):
         steps = [solve(model.make_params({**PARAMS, "L": L}), solver=config,
                        model=model).stats.steps for L in (1e2, 1e7)]
