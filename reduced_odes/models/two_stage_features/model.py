@@ -39,7 +39,8 @@ def targets(params: TwoStageParams, variant: str = "relu") -> tuple[float, float
 def _targets(pi_P: float, gamma: float, mu: float, N: float,
              variant: str) -> tuple[float, float]:
     # Memoised: the stop rule asks on every run, and the six mixture expectations behind
-    # it cost more than a native run (a sweep varies other parameters as often).
+    # it cost more than a native run; a sweep mostly varies other parameters (sigma, v0,
+    # the dimensions), so the same optima recur.
     args = (pi_P, gamma, mu, N, _activation(variant))
     return numeric_optimum("P", *args), numeric_optimum("Q", *args)
 
