@@ -40,9 +40,10 @@ PARAMS = dict(L=200, alpha=0.5, wstar=0.3, sigma=1e-4)
 
 def _block_flow(system, args, block: int):
     """The block's flow and Jacobian (Python, from the generated module) in ``t``."""
-    namespace: dict = {}
-    exec(compile(system.path.read_text(), str(system.path), "exec"), namespace)  # noqa: S102
-    rhs, jac = namespace[f"rhs_block{block}"], namespace[f"jac_block{block}"]
+    from reduced_odes._compile import _load_module
+
+    module = _load_module(system.path)
+    rhs, jac = getattr(module, f"rhs_block{block}"), getattr(module, f"jac_block{block}")
     return (lambda t, y: np.array(rhs(t, y, *args)),
             lambda t, y: np.array(jac(t, y, *args)))
 

@@ -30,6 +30,7 @@ from reduced_odes import (
     solve,
 )
 from reduced_odes._backend import native_available
+from reduced_odes._compile import _load_module
 
 X, Y, FLOOR = sp.symbols("x y floor", real=True)
 BLOCKS = (Block(("x",), log_time=1.0), Block(("y",)))
@@ -80,13 +81,12 @@ class OneBlock(TwoDecays):
 def test_blocks_are_compiled_one_function_pair_each():
     system = load_system(MODEL)
     assert system.blocks == ((0,), (1,)) and system.log_times == (1.0, None)
-    namespace: dict = {}  # the block functions live in the generated module, beside rhs
-    exec(compile(system.path.read_text(), str(system.path), "exec"), namespace)
+    module = _load_module(system.path)  # the block functions live there, beside rhs
     y, args = [0.3, 0.2], (1e-300,)
     full = system.rhs(0.0, y, *args)
-    assert namespace["rhs_block0"](0.0, [y[0]], *args) == [full[0]]
-    assert namespace["rhs_block1"](0.0, [y[1]], *args) == [full[1]]
-    assert namespace["jac_block1"](0.0, [y[1]], *args) == [[system.jac(0.0, y, *args)[1][1]]]
+    assert module.rhs_block0(0.0, [y[0]], *args) == [full[0]]
+    assert module.rhs_block1(0.0, [y[1]], *args) == [full[1]]
+    assert module.jac_block1(0.0, [y[1]], *args) == [[system.jac(0.0, y, *args)[1][1]]]
 
 
 @pytest.mark.parametrize("blocks, words", [
