@@ -35,8 +35,6 @@ from scipy.integrate import ode, solve_ivp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PARAMS = dict(L=200, alpha=0.5, wstar=0.3, sigma=1e-4)
-
 
 def _block_flow(system, args, block: int):
     """The block's flow and Jacobian (Python, from the generated module) in ``t``."""
@@ -111,7 +109,7 @@ def main() -> None:
     names = [system.coordinate_names[i] for i in index]
     print(f"block {tuple(names)}, log time t0 = {t0:g}")
     for L in (1e2, 1e7):
-        params = model.make_params({**PARAMS, "L": L})
+        params = model.make_params({"L": L})  # the rest at their defaults
         whole = solve(params, model=model)
         end, y0 = float(whole.t[-1]), [float(whole.series[n][0]) for n in names]
         rhs, jac = _block_flow(system, model.parameter_values(params, "linear"), block)
