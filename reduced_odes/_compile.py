@@ -33,8 +33,9 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from ._version import __version__
@@ -452,20 +453,28 @@ _LOADED: dict[tuple[str, str, str], tuple[tuple, tuple, CompiledSystem]] = {}
 _RECENT: dict[tuple, tuple[float, CompiledSystem]] = {}
 
 
-def _derive(model, variant: str):
-    """``model.derive(variant)``; any failure becomes a DerivationError naming the step."""
+def _derive(model, variant: str, structure: Mapping[str, Any]):
+    """``model.derive(variant, **structure)``; any failure becomes a DerivationError naming
+    the step."""
     from ._contract import DerivationError
 
     try:
-        return model.derive(variant)
+        return model.derive(variant, **structure)
     except DerivationError:
         raise
     except Exception as exc:  # a user's declaration: report which step, never a traceback
-        raise DerivationError(f"{model.name}.derive({variant!r})",
+        raise DerivationError(f"{model.name}.derive({_system_name(variant, structure)!r})",
                               f"{type(exc).__name__}: {exc}") from exc
 
 
-def load_system(model, variant: str | None = None, *,
+def _system_name(variant: str, structure: Mapping[str, Any]) -> str:
+    """The variant, with the structural parameters that select its system: ``erf[K=2,M=2]``."""
+    if not structure:
+        return variant
+    return f"{variant}[{','.join(f'{k}={v!r}' for k, v in sorted(structure.items()))}]"
+
+
+def load_system(model, variant: str | None = None, *, structure: Mapping[str, Any] | None = None,
                 directory: Path | None = None) -> CompiledSystem:
     """The compiled flow of ``model``'s ``variant``: from the cache, or derived and compiled now.
 
@@ -475,6 +484,9 @@ def load_system(model, variant: str | None = None, *,
         A model, or its registered name / ``path.py:OBJECT`` reference.
     variant : str, optional
         One of ``model.variants`` (default: the first).
+    structure : mapping, optional
+        The values of the model's ``structural`` parameters (default: theirs in the
+        default parameters), which select the system.
     directory : pathlib.Path, optional
         Cache directory (default :func:`cache_dir`).
 
@@ -489,20 +501,25 @@ def load_system(model, variant: str | None = None, *,
 
     model = get_model(model)
     variant = model.resolve_variant(variant)
-    recent_key = (type(model), model.name, variant, directory and str(directory), _cache_root())
+    if structure is None:
+        structure = model.structure(model.make_params({})) if model.structural else {}
+    name = _system_name(variant, structure)
+    recent_key = (type(model), model.name, name, directory and str(directory), _cache_root())
     recent = _RECENT.get(recent_key)
     if recent is not None and time.monotonic() - recent[0] <= SOURCE_CHECK_SECONDS:
         return recent[1]
-    system = _load_system(model, variant, directory)
+    system = _load_system(model, variant, structure, directory)
     _RECENT[recent_key] = (time.monotonic(), system)
     return system
 
 
-def _load_system(model, variant: str, directory: Path | None) -> CompiledSystem:
+def _load_system(model, variant: str, structure: Mapping[str, Any],
+                 directory: Path | None) -> CompiledSystem:
     """:func:`load_system` once its arguments are resolved, checking the cache's files."""
     directory = Path(directory) if directory is not None else cache_dir()
-    index = directory / f"index-{derivation_key(model, variant)}.json"
-    memo_key = (model.name, variant, str(index))
+    name = _system_name(variant, structure)
+    index = directory / f"index-{derivation_key(model, name)}.json"
+    memo_key = (model.name, name, str(index))
     if memo_key in _LOADED:
         index_stamp, module_stamp, system = _LOADED[memo_key]
         if _stat(index) == index_stamp and _stat(system.path) == module_stamp:
@@ -514,11 +531,11 @@ def _load_system(model, variant: str, directory: Path | None) -> CompiledSystem:
             return _remember(memo_key, index, _system_from_module(module, path))
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    body, key = _generate(model.name, variant, _derive(model, variant))
+    body, key = _generate(model.name, name, _derive(model, variant, structure))
     path = directory / f"system-{key}.py"
     atomic_write(path, f"# checksum: {_body_checksum(body)}\n{body}")
     atomic_write(index, json.dumps({"module": path.name, "model": model.name,
-                                    "variant": variant, "versions": _versions()}))
+                                    "variant": name, "versions": _versions()}))
     module = _load_module(path)
     if module is None:
         raise RuntimeError(f"generated module {path} failed to load")

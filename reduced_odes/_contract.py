@@ -198,6 +198,10 @@ class Model(abc.ABC):
     phase_order: ClassVar[tuple[str, ...]] = ()
     #: Series that cannot be negative (losses): round-off below 0 is reported as 0.
     nonnegative: ClassVar[tuple[str, ...]] = ()
+    #: Parameters that change the derivation itself (sizes such as a network's width):
+    #: each distinct value derives and compiles a system of its own, and
+    #: :meth:`derive` receives them as keyword arguments.
+    structural: ClassVar[tuple[str, ...]] = ()
 
     # -- 3. variants ------------------------------------------------------------------
     def check(self, params: Parameters, variant: str) -> None:
@@ -205,8 +209,15 @@ class Model(abc.ABC):
 
     # -- 4. derivation ----------------------------------------------------------------
     @abc.abstractmethod
-    def derive(self, variant: str) -> Derivation:
-        """The symbolic derivation of ``variant`` (see :class:`~reduced_odes.Derivation`)."""
+    def derive(self, variant: str, **structure: Any) -> Derivation:
+        """The symbolic derivation of ``variant`` (see :class:`~reduced_odes.Derivation`).
+
+        ``structure`` holds the values of the :attr:`structural` parameters, if any.
+        """
+
+    def structure(self, params: Parameters) -> dict[str, Any]:
+        """The :attr:`structural` parameters' values in ``params``: what selects the system."""
+        return {name: getattr(params, name) for name in self.structural}
 
     # -- 5..9. numbers ----------------------------------------------------------------
     @abc.abstractmethod

@@ -179,7 +179,7 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
         staged = model.integrate(params, variant, solver, thresholds, initial)
         if staged is not None:
             return staged
-    system = load_system(model, variant)
+    system = load_system(model, variant, structure=model.structure(params))
     args = tuple(float(a) for a in model.parameter_values(params, variant))
     y0 = _initial_state(model, params, variant, initial, system, args)
     problem = Problem(system, args, y0, _LazyRule(model, params, variant, system, args),

@@ -23,13 +23,16 @@ __all__ = [
     "Block",
     "CoordinateChange",
     "Derivation",
+    "Drift",
     "Identity",
     "assert_conserved",
     "assert_same",
+    "declare_order_parameters",
     "gradient_flow",
     "log_coordinate",
     "metric_gradient",
     "mixture_expectation",
+    "mobility_gradient",
     "relu",
 ]
 
@@ -75,8 +78,8 @@ def mixture_expectation(expr: sp.Expr | Callable[..., sp.Expr],
 
 
 def assert_same(a: sp.Expr, b: sp.Expr, *, digits: int = 30, points: int = 4,
-                domain: Mapping | None = None, seed: int = 0, symbolic: bool = True,
-                integers: Mapping | None = None) -> None:
+                domain: Mapping | Sequence[Mapping] | None = None, seed: int = 0,
+                symbolic: bool = True, integers: Mapping | None = None) -> None:
     """Raise ``AssertionError`` unless ``a == b`` symbolically or at random points.
 
     Falls back to ``points`` random evaluations at ``digits`` significant digits
@@ -84,6 +87,9 @@ def assert_same(a: sp.Expr, b: sp.Expr, *, digits: int = 30, points: int = 4,
     is false, for expressions too large to simplify quickly).  ``domain`` maps
     symbols to ``(lo, hi)`` sampling intervals (default ``(0.05, 0.45)``),
     ``integers`` maps integer symbols to their ``(lo, hi)`` (default 4..60).
+    ``domain`` may instead be a sequence of points ``{symbol: value}``, for a
+    domain that is no box (e.g. overlaps that form a covariance matrix): then
+    every one of them is used, and ``points`` is ignored.
 
     Examples
     --------
@@ -94,15 +100,17 @@ def assert_same(a: sp.Expr, b: sp.Expr, *, digits: int = 30, points: int = 4,
     if symbolic and sp.simplify(difference) == 0:
         return
     rng = random.Random(seed)
-    domain, integers = dict(domain or {}), dict(integers or {})
+    listed = isinstance(domain, Sequence)
+    samples = list(domain) if listed else [{}] * points
+    box, integers = ({} if listed else dict(domain or {})), dict(integers or {})
     scale_tol = sp.Float(10) ** (5 - digits)
-    for _ in range(points):
-        subs = {}
-        for sym in sorted(difference.free_symbols, key=str):
+    for fixed in samples:
+        subs = {sym: sp.Float(value, digits + 10) for sym, value in fixed.items()}
+        for sym in sorted(difference.free_symbols - set(subs), key=str):
             if sym in integers or sym.is_integer:
                 subs[sym] = rng.randint(*integers.get(sym, (4, 60)))
             else:
-                lo, hi = domain.get(sym, (0.05, 0.45))
+                lo, hi = box.get(sym, (0.05, 0.45))
                 subs[sym] = sp.Float(rng.uniform(lo, hi), digits + 10)
         # xreplace first: evalf(subs=...) re-evaluates every exp term symbolically (slow).
         value = difference.xreplace(subs).evalf(digits + 10)
@@ -118,6 +126,38 @@ class Identity:
     name: str
     lhs: sp.Expr
     rhs: sp.Expr = sp.Integer(0)
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A term of the flow that is not a gradient of the loss, declared with its own derivation.
+
+    The flow of a :class:`Derivation` is ``-M grad L + sum(drift.rate)``: online
+    SGD's learning-rate and noise terms, weight decay, ...  Each term is kept by
+    name, so that what the gradient part guarantees (the loss never rises) can
+    be checked on the gradient part alone, and at the parameter values where
+    every drift vanishes.
+
+    Attributes
+    ----------
+    name : str
+        What the term is (shown in derivation exports).
+    rate : Matrix
+        The term's contribution to ``d state/dt``, one entry per state variable.
+    vanishes : mapping of Symbol to value
+        Parameter values at which the term is identically zero (e.g. ``{eta: 0}``);
+        asserted by :func:`gradient_flow`.
+
+    Examples
+    --------
+    >>> x, eta = sp.symbols("x eta")
+    >>> Drift("learning-rate term", sp.Matrix([eta * x**2]), {eta: 0}).rate
+    Matrix([[eta*x**2]])
+    """
+
+    name: str
+    rate: sp.Matrix
+    vanishes: Mapping = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -168,6 +208,23 @@ def metric_gradient(loss: sp.Expr, state: Sequence[sp.Symbol], metric: sp.Matrix
     return -metric.inv() * gradient
 
 
+def mobility_gradient(loss: sp.Expr, state: Sequence[sp.Symbol], mobility: sp.Matrix) -> sp.Matrix:
+    """``-M grad L``: the gradient flow of ``loss`` under the mobility ``M`` (no inversion).
+
+    A flow in order parameters that are functions of weights trained by
+    gradient flow is of this form, with ``M = J J^T`` the pull-back of the
+    weights' metric (:func:`~reduced_odes.pullback_mobility`).
+
+    Examples
+    --------
+    >>> a, b = sp.symbols("a b", real=True)
+    >>> mobility_gradient((a - b) ** 2 / 2, (a, b), sp.Matrix([[2, 0], [0, 1]])).T
+    Matrix([[-2*a + 2*b, a - b]])
+    """
+    gradient = sp.Matrix([sp.diff(loss, v) for v in state])
+    return -sp.Matrix(mobility) * gradient
+
+
 def assert_conserved(name: str, quantity: sp.Expr, state: Sequence[sp.Symbol],
                      rhs: sp.Matrix) -> Identity:
     """Assert ``d quantity/dt = 0`` along ``rhs``; the :class:`Identity` it proved.
@@ -216,10 +273,10 @@ class Derivation:
         Runtime numeric parameters (``Model.parameter_values`` gives their values).
     loss : Expr
         The reduced loss in ``state``.
-    metric : Matrix
-        The flow is ``-metric^{-1} grad loss``.
+    metric : Matrix or None
+        The gradient part of the flow is ``-metric^{-1} grad loss`` (None: a mobility is given).
     rhs : Matrix
-        That flow.
+        The flow: its gradient part plus every drift.
     coordinates : tuple of Symbol
         The integration coordinates (``state`` with the coordinate changes applied).
     coordinate_names : tuple of str
@@ -242,6 +299,10 @@ class Derivation:
         For each state variable, the values its coordinate can represent.
     blocks : tuple of Block
         Independent groups of coordinates (asserted), or empty: one system.
+    mobility : Matrix or None
+        The gradient part is ``-mobility grad loss`` instead (no metric inverted).
+    drifts : tuple of Drift
+        The terms of the flow that are no gradient (see :class:`Drift`).
     """
 
     state: tuple[sp.Symbol, ...]
@@ -260,10 +321,18 @@ class Derivation:
     kernels: str | None = None
     coordinate_ranges: tuple[str, ...] = ()
     blocks: tuple[Block, ...] = ()
+    mobility: sp.Matrix | None = None
+    drifts: tuple[Drift, ...] = ()
 
     @property
     def state_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.state)
+
+    def gradient_rhs(self) -> sp.Matrix:
+        """The gradient part of the flow: ``-mobility grad loss`` or ``-metric^{-1} grad loss``."""
+        if self.mobility is not None:
+            return mobility_gradient(self.loss, self.state, self.mobility)
+        return metric_gradient(self.loss, self.state, self.metric)
 
     def in_coordinates(self, expr: sp.Expr) -> sp.Expr:
         """``expr`` (in ``state``) written in the integration coordinates."""
@@ -316,15 +385,88 @@ def _conditions(domain: Sequence) -> tuple:
     return tuple(kept)
 
 
+#: Symbols declared as order parameters (functions of trained weights, see
+#: :func:`declare_order_parameters`): their gradient flow needs the pull-back mobility.
+_ORDER_PARAMETERS: set[sp.Symbol] = set()
+
+
+def declare_order_parameters(symbols: Iterable[sp.Symbol]) -> tuple[sp.Symbol, ...]:
+    """Mark ``symbols`` as order parameters of weights trained by gradient flow.
+
+    :func:`gradient_flow` then refuses to use its default identity metric for a
+    state that holds any of them: the flow in order parameters is ``-M grad L``
+    with the pull-back mobility ``M`` (:func:`~reduced_odes.pullback_mobility`),
+    and the identity would give a flow that no network realises.
+
+    Examples
+    --------
+    >>> q = declare_order_parameters(sp.symbols("q_doc", real=True))
+    >>> try:
+    ...     gradient_flow(q, (1 - q[0]) ** 2, parameters=())
+    ... except DerivationError as exc:
+    ...     print(exc.step)
+    metric
+    """
+    symbols = tuple(symbols) if isinstance(symbols, Iterable) else (symbols,)
+    _ORDER_PARAMETERS.update(symbols)
+    return symbols
+
+
+def _gradient_part(state: tuple, loss: sp.Expr, metric, mobility) -> tuple:
+    """``(metric, mobility, -M grad L)``: the gradient part of a flow, checked."""
+    n = len(state)
+    if metric is not None and mobility is not None:
+        raise DerivationError("metric", "give a metric or a mobility, not both")
+    if mobility is not None:
+        mobility = sp.Matrix(mobility)
+        if mobility.shape != (n, n) or mobility != mobility.T:
+            raise DerivationError("mobility", f"a symmetric {n}x{n} matrix is needed, got "
+                                              f"shape {mobility.shape}")
+        return None, mobility, mobility_gradient(loss, state, mobility)
+    if metric is None:
+        ordered = sorted(map(str, _ORDER_PARAMETERS.intersection(state)))
+        if ordered:
+            raise DerivationError("metric", f"{', '.join(ordered)} are order parameters: the "
+                                            f"identity metric is not their gradient flow; pass "
+                                            f"mobility=pullback_mobility(...) (or a metric)")
+        metric = sp.eye(n)
+    metric = sp.Matrix(metric)
+    if metric.shape != (n, n):
+        raise DerivationError("metric", f"shape {metric.shape} does not match {n} states")
+    return metric, None, metric_gradient(loss, state, metric)
+
+
+def _checked_drifts(drifts: Sequence[Drift], state: tuple, check) -> tuple[Drift, ...]:
+    """``drifts``, each of the state's length and asserted to vanish where it says it does."""
+    for term in drifts:
+        rate = sp.Matrix(term.rate)
+        if rate.shape != (len(state), 1):
+            raise DerivationError(f"drift {term.name!r}", f"rate of shape {rate.shape}; one "
+                                                          f"entry per state variable needed")
+        for i, variable in enumerate(state):
+            try:
+                assert_same(rate[i].xreplace(dict(term.vanishes)), 0, domain=check,
+                            symbolic=False)
+            except AssertionError as exc:
+                raise DerivationError(f"drift {term.name!r} vanishes at {term.vanishes}",
+                                      f"{variable}: {exc}") from None
+    return tuple(drifts)
+
+
 def gradient_flow(state: Sequence[sp.Symbol], loss: sp.Expr, *,
                   parameters: Sequence[sp.Symbol], metric: sp.Matrix | None = None,
+                  mobility: sp.Matrix | None = None, drift: Sequence[Drift] = (),
                   rhs: sp.Matrix | None = None,
                   coordinates: Sequence[CoordinateChange] = (),
                   observables: Mapping[str, sp.Expr] | None = None,
                   domain: Sequence = (), identities: Sequence[Identity] = (),
-                  kernels: str | None = None, check: Mapping | None = None,
+                  kernels: str | None = None, check: Mapping | Sequence | None = None,
                   blocks: Sequence[Block] = ()) -> Derivation:
-    """Derive the gradient flow of ``loss`` under ``metric`` and everything the compiler needs.
+    """Derive the gradient flow of ``loss`` (plus declared drifts) and everything the compiler needs.
+
+    The flow is ``-G^{-1} grad loss`` under a metric ``G``, or ``-M grad loss``
+    under a mobility ``M`` (nothing inverted), plus the rate of every declared
+    :class:`Drift`.
 
     Parameters
     ----------
@@ -335,16 +477,23 @@ def gradient_flow(state: Sequence[sp.Symbol], loss: sp.Expr, *,
     parameters : sequence of Symbol
         Runtime parameters, in the order of ``Model.parameter_values``.
     metric : Matrix, optional
-        ``G`` (default the identity); the flow is ``-G^{-1} grad loss``.
+        ``G`` (default the identity, refused for declared order parameters);
+        the gradient part is ``-G^{-1} grad loss``.
+    mobility : Matrix, optional
+        ``M`` instead of a metric: the gradient part is ``-M grad loss``.
+    drift : sequence of Drift, optional
+        Terms of the flow that are no gradient (online SGD's learning-rate term, ...).
     rhs : Matrix, optional
         The flow as the model derived it another way (e.g. by reducing an
-        unreduced flow); it is asserted equal to ``-G^{-1} grad loss`` and kept.
+        unreduced flow); it is asserted equal to the gradient part plus the
+        drifts, and kept.
     coordinates : sequence of CoordinateChange
         Integration coordinates for some state variables (see :func:`log_coordinate`).
     observables, domain, identities, kernels
         See :class:`Derivation`.
-    check : mapping, optional
-        Sampling ranges ``{symbol: (lo, hi)}`` for the numerical identity checks.
+    check : mapping or sequence of mappings, optional
+        Sampling ranges ``{symbol: (lo, hi)}`` for the numerical identity checks, or
+        the points ``{symbol: value}`` to check at (see :func:`assert_same`).
     blocks : sequence of Block, optional
         Independent groups of coordinates, each listed once; asserted from the Jacobian
         (a coupling is a :class:`DerivationError`).
@@ -357,28 +506,37 @@ def gradient_flow(state: Sequence[sp.Symbol], loss: sp.Expr, *,
     Matrix([[b*(-a*b + s), a*(-a*b + s)]])
     >>> d.jacobian.shape
     (2, 2)
+
+    Under a mobility, with a drift that vanishes at ``eta = 0``:
+
+    >>> x, eta = sp.symbols("x eta", real=True)
+    >>> kick = Drift("noise", sp.Matrix([eta]), {eta: 0})
+    >>> gradient_flow((x,), x**2 / 2, parameters=(eta,), mobility=sp.Matrix([[2]]),
+    ...               drift=[kick]).rhs
+    Matrix([[eta - 2*x]])
     """
     state, parameters = tuple(state), tuple(parameters)
-    metric = sp.eye(len(state)) if metric is None else sp.Matrix(metric)
-    if metric.shape != (len(state), len(state)):
-        raise DerivationError("metric", f"shape {metric.shape} does not match {len(state)} states")
-    gradient_rhs = metric_gradient(loss, state, metric)
+    metric, mobility, gradient_rhs = _gradient_part(state, loss, metric, mobility)
+    drifts = _checked_drifts(drift, state, check)
+    expected = gradient_rhs + sum((sp.Matrix(d.rate) for d in drifts), sp.zeros(len(state), 1))
     if rhs is None:
-        rhs = gradient_rhs.applyfunc(sp.factor_terms)
+        rhs = expected.applyfunc(sp.factor_terms)
     else:
         rhs = sp.Matrix(rhs)
+        what = "the metric gradient" if not (drifts or mobility is not None) else (
+            "the gradient part plus the drifts")
         for i, variable in enumerate(state):
             try:
-                assert_same(rhs[i], gradient_rhs[i], domain=check, symbolic=False)
+                assert_same(rhs[i], expected[i], domain=check, symbolic=False)
             except AssertionError as exc:
-                raise DerivationError(f"flow of {variable} is the metric gradient", str(exc)) from None
+                raise DerivationError(f"flow of {variable} is {what}", str(exc)) from None
     domain = _conditions(domain)
     coords, names, to_state, coordinate_rhs, ranges = _changed(state, rhs, coordinates)
     jacobian = coordinate_rhs.jacobian(coords)
     return Derivation(state, parameters, loss, metric, rhs, tuple(coords), tuple(names),
                       tuple(to_state), coordinate_rhs, jacobian, dict(observables or {}),
                       tuple(domain), tuple(identities), kernels, tuple(ranges),
-                      _independent(blocks, names, jacobian))
+                      _independent(blocks, names, jacobian), mobility, drifts)
 
 
 def _independent(blocks: Sequence[Block], names: Sequence[str],

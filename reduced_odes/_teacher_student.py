@@ -1,0 +1,288 @@
+"""Teacher–student online learning in the high-dimensional limit, derived as a reduction.
+
+A student ``phi(x) = sum_i v_i g(lambda_i)`` (``K`` units, ``lambda_i = w_i.x/sqrt(N)``)
+learns a teacher ``phi*(x) = sum_n g(nu_n) + zeta`` (``M`` units, ``nu_n = B_n.x/sqrt(N)``,
+output noise ``zeta ~ N(0, noise^2)``) by online SGD, one fresh ``x ~ N(0, I_N)`` a
+step: ``w_i <- w_i + (eta/sqrt(N)) delta_i x`` with ``delta_i = v_i g'(lambda_i)(phi* - phi)``.
+As ``N -> infinity`` the order parameters ``Q_ik = w_i.w_k/N``, ``R_in = w_i.B_n/N``
+follow, in ``t = eta steps / N``,
+
+    dR_in/dt = E[delta_i nu_n],
+    dQ_ik/dt = E[delta_i lambda_k + delta_k lambda_i] + eta E[delta_i delta_k],
+
+expectations over the centred Gaussian ``(lambda, nu)`` of covariance
+``[[Q, R], [R^T, T]]``, each derived by :func:`~reduced_odes.gaussian_expectation`
+from the activation's declaration.  Nothing here is typed from the literature:
+the rates come from the SGD step's definition, the loss from the network's, the
+gradient part is asserted to be ``-M grad eps_g`` under the pull-back mobility
+of the map ``W -> (Q, R)`` (:func:`pullback_mobility`), and the learning-rate and
+noise terms are kept as :class:`~reduced_odes.Drift` terms that vanish at ``eta = 0``.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import sympy as sp
+
+from ._activations import activation as _activation
+from ._contract import DerivationError
+from ._gaussian import gaussian_expectation
+from ._symbolic import Drift, declare_order_parameters
+
+__all__ = ["OnlineSGD", "online_sgd_reduction", "pullback_mobility"]
+
+
+def _inner(a: str, b: str, names: Mapping[frozenset, sp.Expr]) -> sp.Expr:
+    """``<a, b>/N`` from the order parameters and the known inner products."""
+    key = frozenset((a, b))
+    if key not in names:
+        raise DerivationError("pull-back mobility", f"<{a}, {b}> is neither an order parameter "
+                                                    f"nor a known inner product")
+    return names[key]
+
+
+def pullback_mobility(definitions: Mapping[sp.Symbol, tuple[str, str]], trained: Iterable[str],
+                      known: Mapping[tuple[str, str], sp.Expr] | None = None) -> sp.Matrix:
+    """The mobility ``M = J J^T`` of order parameters that are inner products of weight vectors.
+
+    When weight vectors ``w_j`` follow the gradient flow ``dw_j/dt = -N grad_{w_j} L``
+    (online SGD's clock ``t = eta steps / N``) and ``L`` depends on them only through the
+    order parameters ``p = <a, b>/N``, the order parameters follow ``dp/dt = -M grad_p L``
+    with ``M_pq = sum_j <d p/d w_j, d q/d w_j> N``.  With ``d<a, b>/d w_j = [a = j] b +
+    [b = j] a``, every entry is again an inner product: an order parameter or a known one.
+
+    Parameters
+    ----------
+    definitions : mapping of Symbol to (str, str)
+        Each order parameter (the state, in order) as the pair of vectors it is the
+        normalised inner product of, e.g. ``{Q_1_2: ("w1", "w2"), R_1_1: ("w1", "B1")}``.
+    trained : iterable of str
+        The vectors that are trained; the others are fixed.
+    known : mapping of (str, str) to Expr, optional
+        Inner products that are no state variable (e.g. the teacher's ``T``).
+
+    Returns
+    -------
+    Matrix
+        ``M``, symmetric, in the order of ``definitions``.
+
+    Examples
+    --------
+    >>> q, r = sp.symbols("q r", real=True)
+    >>> pullback_mobility({q: ("w", "w"), r: ("w", "b")}, ["w"], {("b", "b"): 1})
+    Matrix([
+    [4*q, 2*r],
+    [2*r,   1]])
+    """
+    names = {frozenset(pair): symbol for symbol, pair in definitions.items()}
+    names.update({frozenset(pair): sp.sympify(value) for pair, value in (known or {}).items()})
+    trained = tuple(trained)
+
+    def derivative(pair: tuple[str, str], j: str) -> list[str]:
+        a, b = pair
+        return [other for this, other in ((a, b), (b, a)) if this == j]
+
+    pairs = list(definitions.values())
+    n = len(pairs)
+    mobility = sp.zeros(n, n)
+    for p, q in itertools.combinations_with_replacement(range(n), 2):
+        entry = sum((_inner(u, v, names) for j in trained
+                     for u in derivative(pairs[p], j) for v in derivative(pairs[q], j)),
+                    sp.Integer(0))
+        mobility[p, q] = mobility[q, p] = entry
+    return mobility
+
+
+@dataclass(frozen=True)
+class OnlineSGD:
+    """The reduced online-SGD dynamics of a teacher–student pair (see :func:`online_sgd_reduction`).
+
+    Attributes
+    ----------
+    state : tuple of Symbol
+        ``Q_i_k`` (``i <= k``) then ``R_i_n``, 1-based.
+    Q, R, T : Matrix
+        The overlaps as matrices (``Q`` symmetric in the state's symbols, ``T`` numbers).
+    eta, noise : Symbol
+        The learning rate and the output noise's standard deviation.
+    loss : Expr
+        ``eps_g = E[(phi - phi*)^2]/2`` (output noise excluded).
+    rates : Matrix
+        ``d state/dt`` as derived from the SGD step, ``eta`` terms included.
+    mobility : Matrix
+        The pull-back mobility of ``W -> (Q, R)``.
+    drifts : tuple of Drift
+        The learning-rate term ``eta E[delta_i delta_k]`` (with the noise's part).
+    samples : tuple of dict
+        Random overlaps ``{symbol: value}`` that a network realises, for numerical checks.
+    """
+
+    state: tuple[sp.Symbol, ...]
+    Q: sp.Matrix
+    R: sp.Matrix
+    T: sp.Matrix
+    eta: sp.Symbol
+    noise: sp.Symbol
+    loss: sp.Expr
+    rates: sp.Matrix
+    mobility: sp.Matrix
+    drifts: tuple[Drift, ...]
+    samples: tuple[dict, ...]
+
+
+class _Overlaps:
+    """The Gaussian fields ``lambda_i``, ``nu_n`` and their covariances, in symbols."""
+
+    def __init__(self, K: int, M: int, T: sp.Matrix):
+        self.K, self.M, self.T = K, M, T
+        self.Q = sp.zeros(K, K)
+        self.definitions: dict[sp.Symbol, tuple[str, str]] = {}
+        for i, k in itertools.combinations_with_replacement(range(K), 2):
+            symbol = sp.Symbol(f"Q_{i + 1}_{k + 1}", real=True)
+            self.Q[i, k] = self.Q[k, i] = symbol
+            self.definitions[symbol] = (f"w{i + 1}", f"w{k + 1}")
+        self.R = sp.zeros(K, M)
+        for i, n in itertools.product(range(K), range(M)):
+            symbol = sp.Symbol(f"R_{i + 1}_{n + 1}", real=True)
+            self.R[i, n] = symbol
+            self.definitions[symbol] = (f"w{i + 1}", f"B{n + 1}")
+        self.state = declare_order_parameters(self.definitions)
+
+    def covariance(self, a: tuple[str, int], b: tuple[str, int]) -> sp.Expr:
+        """Covariance of two fields, each ``("l", i)`` (student) or ``("n", n)`` (teacher)."""
+        (ka, ia), (kb, ib) = a, b
+        if ka == kb == "l":
+            return self.Q[ia, ib]
+        if ka == kb == "n":
+            return self.T[ia, ib]
+        return self.R[ia, ib] if ka == "l" else self.R[ib, ia]
+
+    def known(self) -> dict[tuple[str, str], sp.Expr]:
+        return {(f"B{n + 1}", f"B{m + 1}"): self.T[n, m]
+                for n, m in itertools.combinations_with_replacement(range(self.M), 2)}
+
+    def samples(self, count: int, seed: int = 0) -> tuple[dict, ...]:
+        """Overlaps of random networks: ``W = A [B; Z]`` for random ``A`` (a valid Gram matrix)."""
+        rng = random.Random(seed)
+        teacher = sp.Matrix(self.T).cholesky(hermitian=False)
+        points = []
+        for _ in range(count):
+            # Student vectors in the span of the teacher's and K extra orthonormal directions.
+            mix = sp.Matrix(self.K, self.M + self.K,
+                            lambda i, j: sp.Float(rng.uniform(-0.7, 0.7), 40))
+            basis = sp.diag(teacher, sp.eye(self.K))
+            W = mix * basis
+            B = sp.Matrix.hstack(teacher, sp.zeros(self.M, self.K))
+            Q, R = W * W.T, W * B.T
+            point = {self.Q[i, k]: Q[i, k] for i in range(self.K) for k in range(i, self.K)}
+            point.update({self.R[i, n]: R[i, n] for i in range(self.K) for n in range(self.M)})
+            points.append(point)
+        return tuple(points)
+
+
+#: A factor of an integrand: ``("g", field)``, ``("dg", field)`` (g') or ``("x", field)``.
+Factor = tuple[str, tuple[str, int]]
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(activation: str, pattern: tuple[tuple[str, int], ...], size: int) -> sp.Expr:
+    """``E[prod f(u_a)]`` over ``size`` centred Gaussians of covariance ``c_a_b``, derived once."""
+    g = _activation(activation)
+    u = sp.symbols(f"u0:{size}", real=True)
+    covariance = sp.Matrix(size, size, lambda a, b: sp.Symbol(f"c_{min(a, b)}_{max(a, b)}",
+                                                                real=True))
+    forms = {"g": g.function, "dg": g.derivative, "x": lambda v: v}
+    integrand = sp.Mul(*(forms[kind](u[index]) for kind, index in pattern))
+    return gaussian_expectation(integrand, u, covariance=covariance).value
+
+
+def _expect(activation: str, factors: Sequence[Factor], fields: _Overlaps) -> sp.Expr:
+    """``E[prod factors]``: the kernel of the factors' pattern at the fields' covariances."""
+    distinct = list(dict.fromkeys(field for _, field in factors))
+    pattern = tuple(sorted((kind, distinct.index(field)) for kind, field in factors))
+    kernel = _kernel(activation, pattern, len(distinct))
+    return kernel.xreplace({sp.Symbol(f"c_{a}_{b}", real=True):
+                            fields.covariance(distinct[a], distinct[b])
+                            for a in range(len(distinct)) for b in range(a, len(distinct))})
+
+
+def online_sgd_reduction(K: int, M: int, activation: str, *, T: sp.Matrix | None = None,
+                         learning_rate_terms: bool = True, check_points: int = 3) -> OnlineSGD:
+    """Derive online SGD's order-parameter ODEs for a soft committee machine and its teacher.
+
+    Parameters
+    ----------
+    K, M : int
+        Hidden units of the student and of the teacher (any, ``K != M`` included).
+    activation : str
+        A registered activation (:func:`~reduced_odes.activation`): ``erf``, ``relu``, ``linear``.
+    T : Matrix, optional
+        The teacher's overlaps ``B_n.B_m/N`` (numbers; default the identity).
+    learning_rate_terms : bool
+        Derive the ``eta E[delta_i delta_k]`` term (a :class:`DerivationError` where the
+        activation's four-point expectation has no closed form, as for ReLU); without it
+        the reduction is the ``eta -> 0`` limit.
+    check_points : int
+        Random realisable overlaps at which the gradient part is asserted.
+
+    Returns
+    -------
+    OnlineSGD
+
+    Examples
+    --------
+    >>> sgd = online_sgd_reduction(1, 1, "linear")
+    >>> sgd.state
+    (Q_1_1, R_1_1)
+    >>> sp.expand(sgd.loss)
+    Q_1_1/2 - R_1_1 + 1/2
+    >>> sgd.rates.applyfunc(sp.expand).T
+    Matrix([[Q_1_1*eta - 2*Q_1_1 + eta*noise**2 - 2*R_1_1*eta + 2*R_1_1 + eta, 1 - R_1_1]])
+    """
+    T = sp.eye(M) if T is None else sp.Matrix(T)
+    if T.shape != (M, M) or T != T.T or T.free_symbols:
+        raise DerivationError("teacher overlaps", f"T must be a symmetric {M}x{M} matrix of "
+                                                  f"numbers, got {T}")
+    fields = _Overlaps(K, M, T)
+    eta, noise = sp.Symbol("eta", nonnegative=True), sp.Symbol("noise", nonnegative=True)
+    students = [("l", i) for i in range(K)]
+    teachers = [("n", n) for n in range(M)]
+    # phi* - phi as signed g-factors: +g(nu_n), -g(lambda_j).
+    error = [(1, f) for f in teachers] + [(-1, f) for f in students]
+
+    def E(*factors: Factor) -> sp.Expr:
+        return _expect(activation, factors, fields)
+
+    loss = sp.Rational(1, 2) * sum((s1 * s2 * E(("g", f1), ("g", f2))
+                                    for (s1, f1), (s2, f2) in itertools.product(error, error)),
+                                   sp.Integer(0))
+
+    def delta_times(i: int, field) -> sp.Expr:  # E[delta_i * field], delta_i = g'(l_i)(phi*-phi)
+        return sum((s * E(("dg", students[i]), ("x", field), ("g", f)) for s, f in error),
+                   sp.Integer(0))
+
+    def delta_delta(i: int, k: int) -> sp.Expr:  # E[delta_i delta_k], output noise included
+        pairs = sum((s1 * s2 * E(("dg", students[i]), ("dg", students[k]), ("g", f1), ("g", f2))
+                     for (s1, f1), (s2, f2) in itertools.product(error, error)), sp.Integer(0))
+        return pairs + noise**2 * E(("dg", students[i]), ("dg", students[k]))
+
+    gradient, learning = [], []
+    for i, k in itertools.combinations_with_replacement(range(K), 2):
+        gradient.append(delta_times(i, students[k]) + delta_times(k, students[i]))
+        learning.append(eta * delta_delta(i, k) if learning_rate_terms else sp.Integer(0))
+    for i, n in itertools.product(range(K), range(M)):
+        gradient.append(delta_times(i, teachers[n]))
+        learning.append(sp.Integer(0))
+    drifts = (Drift("learning-rate term eta E[delta_i delta_k] (output noise included)",
+                    sp.Matrix(learning), {eta: 0}),) if learning_rate_terms else ()
+    rates = sp.Matrix(gradient) + (sp.Matrix(learning) if learning_rate_terms else
+                                   sp.zeros(len(gradient), 1))
+    mobility = pullback_mobility(fields.definitions, [f"w{i + 1}" for i in range(K)],
+                                 fields.known())
+    return OnlineSGD(fields.state, fields.Q, fields.R, T, eta, noise, loss, rates, mobility,
+                     drifts, fields.samples(check_points))

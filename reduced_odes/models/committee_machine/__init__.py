@@ -1,0 +1,6 @@
+"""The soft committee machine: teacher–student online learning, derived (see :mod:`.model`)."""
+
+from .model import MODEL, CommitteeMachine
+from .params import CommitteeParams
+
+__all__ = ["MODEL", "CommitteeMachine", "CommitteeParams"]

@@ -1,0 +1,97 @@
+"""The soft committee machine learning a teacher by online SGD (Saad & Solla 1995;
+Biehl & Schwarze 1995; Goldt et al. 2019), as a model of the engine.
+
+State: the order parameters ``Q_i_k`` (``i <= k``) and ``R_i_n``, 1-based, so that
+``solve(..., initial={"Q_1_1": 0.5, "R_1_1": 0.01, ...})`` starts anywhere.
+Observables: ``eps_g``, ``specialisation`` (0 while the students are alike, 1 at
+``R = I``) and ``speed`` (the norm of the flow).  Phases: ``T_plateau`` (``eps_g``
+within ``entry`` of the plateau), ``T_escape`` (``eps_g`` at ``escape`` times the
+plateau), ``T_spec`` (specialisation reaches ``specialised``); the plateau is the
+unspecialised fixed point's ``eps_g`` at the same ``eta``, read off the ODE.
+"""
+
+from __future__ import annotations
+
+import math
+
+from reduced_odes import Crossing, Model, ParameterError, SettledRule
+
+from .params import ACTIVATIONS, CommitteeParams, PhaseLevels, initial_overlaps
+
+__all__ = ["MODEL", "CommitteeMachine"]
+
+#: ``|d state/dt|`` below which a run that has escaped the plateau has settled.
+SETTLED_SPEED = 1e-11
+
+
+class CommitteeMachine(Model):
+    """``K`` students, ``M`` teachers, online SGD in the limit ``N -> infinity``.
+
+    Examples
+    --------
+    >>> MODEL.variants, MODEL.variant_option, MODEL.structural
+    (('erf', 'relu', 'linear'), 'activation', ('K', 'M'))
+    """
+
+    name = "committee_machine"
+    description = ("soft committee machine learning a teacher by online SGD "
+                   "(Saad & Solla 1995; Goldt et al. 2019)")
+    Params = CommitteeParams
+    Thresholds = PhaseLevels
+    variants = ACTIVATIONS
+    variant_option = "activation"
+    structural = ("K", "M")
+    phase_order = ("T_plateau", "T_escape")
+    nonnegative = ("eps_g",)
+
+    def structure(self, params: CommitteeParams) -> dict:
+        """``K``, ``M``, and whether the learning-rate term is needed (``eta > 0``)."""
+        return {**super().structure(params), "finite_eta": params.eta > 0}
+
+    def check(self, params: CommitteeParams, variant: str) -> None:
+        if variant == "relu" and params.eta > 0:
+            raise ParameterError(f"eta={params.eta!r} with activation 'relu', whose learning-"
+                                 f"rate term (a four-point expectation of steps and ReLUs) has "
+                                 f"no closed form; allowed: eta = 0 (the limit eta -> 0)")
+
+    def derive(self, variant: str, *, K: int = 2, M: int = 2, finite_eta: bool = False):
+        from .derivation import derivation
+
+        return derivation(variant, K, M, finite_eta)
+
+    def parameter_values(self, params: CommitteeParams, variant: str) -> tuple[float, float]:
+        return (float(params.eta), float(params.noise))
+
+    def initial_state(self, params: CommitteeParams, variant: str) -> list[float]:
+        Q, R = initial_overlaps(params)
+        K, M = params.K, params.M
+        return [float(Q[i, k]) for i in range(K) for k in range(i, K)] + [
+            float(R[i, n]) for i in range(K) for n in range(M)]
+
+    def phases(self, params, variant, initial, thresholds) -> list[Crossing]:
+        from .numerics import unspecialised_fixed_point
+
+        levels = thresholds or PhaseLevels()
+        plateau = unspecialised_fixed_point(params, variant).eps_g
+        crossings = [Crossing("T_plateau", "eps_g", (1 + levels.entry) * plateau, -1),
+                     Crossing("T_escape", "eps_g", levels.escape * plateau, -1)]
+        if params.M > 1:
+            crossings.append(Crossing("T_spec", "specialisation", levels.specialised))
+        return crossings
+
+    def settled(self, params: CommitteeParams, variant: str) -> SettledRule:
+        """Settled once the flow is still (``speed``) after the escape: on the plateau the
+        flow can be as slow, so a run that has not escaped has not settled."""
+        from .numerics import unspecialised_fixed_point
+
+        escaped = (0.5 * unspecialised_fixed_point(params, variant).eps_g if params.M > 1
+                   else math.inf)
+        return SettledRule("max(speed - tol, eps_g - escaped)",
+                           {"tol": SETTLED_SPEED, "escaped": escaped})
+
+    def horizon(self, params: CommitteeParams, variant: str) -> float:
+        # The escape takes about ln(1/asymmetry)/lambda with lambda = O(0.1).
+        return 50.0 * (1.0 + math.log(1.0 / params.asymmetry))
+
+
+MODEL = CommitteeMachine()

@@ -1,0 +1,153 @@
+"""Numbers read off the derived ODE: fixed points, their eigenvalues, the largest learning rate.
+
+Nothing here is a formula from the literature: the unspecialised fixed point
+(the plateau) is found by integrating the derived flow inside the invariant
+symmetric subspace and polishing with Newton's method on the compiled
+right-hand side; its eigenvalues come from the compiled (derived) Jacobian;
+the largest learning rate is where the perfectly specialised fixed point of
+a noise-free ``K = M`` pair loses stability, bisected on the same Jacobian.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+from scipy.optimize import brentq, root
+
+from reduced_odes import load_system
+
+from .params import CommitteeParams
+
+__all__ = ["FixedPoint", "closed_form_plateau", "largest_learning_rate", "specialised_point",
+           "system_for", "unspecialised_fixed_point"]
+
+
+def system_for(params: CommitteeParams, variant: str):
+    """The compiled system of ``params``' sizes (and learning-rate term)."""
+    from .model import MODEL
+
+    return load_system(MODEL, variant, structure=MODEL.structure(params))
+
+
+def _args(params: CommitteeParams) -> tuple[float, float]:
+    return (float(params.eta), float(params.noise))
+
+
+def _symmetric_state(system, K: int, M: int, q: float, c: float, r: float) -> np.ndarray:
+    """The state with ``Q_ii = q``, ``Q_ik = c`` (i != k), ``R_in = r``."""
+    values = []
+    for name in system.state_names:
+        kind, i, k = name.split("_")
+        values.append(r if kind == "R" else (q if i == k else c))
+    return np.array(values)
+
+
+def _symmetric_rates(system, K: int, args, y: np.ndarray) -> np.ndarray:
+    """The rates of ``Q_11``, ``Q_12`` (if K > 1) and ``R_11``: the flow inside the subspace."""
+    rates = np.asarray(system.rhs(0.0, y, *args), dtype=float)
+    names = system.state_names
+    picks = ["Q_1_1", *(["Q_1_2"] if K > 1 else []), "R_1_1"]
+    return np.array([rates[names.index(p)] for p in picks])
+
+
+@dataclass(frozen=True)
+class FixedPoint:
+    """A fixed point of the flow, its ``eps_g`` and the eigenvalues of the Jacobian there."""
+
+    state: np.ndarray
+    eps_g: float
+    eigenvalues: np.ndarray
+    residual: float
+
+    @property
+    def unstable(self) -> np.ndarray:
+        """The eigenvalues with a positive real part, largest first."""
+        growing = self.eigenvalues[self.eigenvalues.real > 0]
+        return np.sort(growing.real)[::-1]
+
+
+def _fixed_point(system, args, y: np.ndarray) -> FixedPoint:
+    values = system.observables(y, *args)
+    eigenvalues = np.linalg.eigvals(np.asarray(system.jac(0.0, y, *args), dtype=float))
+    residual = float(np.max(np.abs(system.rhs(0.0, y, *args))))
+    eps_g = float(values[system.observable_names.index("eps_g")])
+    return FixedPoint(y, eps_g, eigenvalues, residual)
+
+
+@functools.lru_cache(maxsize=256)
+def _unspecialised(K: int, M: int, eta: float, noise: float, variant: str) -> FixedPoint:
+    params = CommitteeParams(K=K, M=M, eta=eta, noise=noise)
+    system, args = system_for(params, variant), _args(params)
+    embed = (lambda z: _symmetric_state(system, K, M, *z)) if K > 1 else (
+        lambda z: _symmetric_state(system, K, M, z[0], 0.0, z[1]))
+    # Flow inside the invariant symmetric subspace, where the plateau attracts, from a
+    # small symmetric start; then Newton on the same rates.
+    z0 = np.array([0.25, 0.0, 0.01] if K > 1 else [0.25, 0.01])
+    flow = solve_ivp(lambda t, z: _symmetric_rates(system, K, args, embed(z)), (0, 1e4), z0,
+                     method="LSODA", rtol=1e-10, atol=1e-13)
+    polished = root(lambda z: _symmetric_rates(system, K, args, embed(z)), flow.y[:, -1],
+                    method="hybr", options={"xtol": 1e-15})
+    return _fixed_point(system, args, embed(polished.x))
+
+
+def unspecialised_fixed_point(params: CommitteeParams, variant: str) -> FixedPoint:
+    """The plateau: the fixed point with every student alike, at ``params``' ``eta`` and noise.
+
+    Examples
+    --------
+    >>> p = unspecialised_fixed_point(CommitteeParams(K=2, M=2), "erf")
+    >>> abs(p.eps_g - closed_form_plateau(2)) < 1e-10
+    True
+    """
+    return _unspecialised(params.K, params.M, float(params.eta), float(params.noise), variant)
+
+
+def closed_form_plateau(K: int) -> float:
+    """Saad & Solla's plateau ``eps* = (K/pi)(pi/6 - K asin(1/(2K)))`` (K = M, erf, eta -> 0):
+    the prediction the derived fixed point is held against.
+
+    Examples
+    --------
+    >>> round(closed_form_plateau(2), 7)
+    0.0116108
+    """
+    return K / math.pi * (math.pi / 6 - K * math.asin(1 / (2 * K)))
+
+
+def specialised_point(params: CommitteeParams, variant: str,
+                      start: np.ndarray | None = None) -> FixedPoint:
+    """The fixed point reached after specialisation: Newton from ``start`` (default the
+    perfect student ``Q = I``, ``R = I``, which is exact for a noise-free ``K = M`` pair)."""
+    system, args = system_for(params, variant), _args(params)
+    if start is None:
+        start = np.array([float(name.split("_")[1] == name.split("_")[2])
+                          for name in system.state_names])
+    polished = root(lambda y: system.rhs(0.0, y, *args), start, jac=lambda y: system.jac(
+        0.0, y, *args), method="hybr", options={"xtol": 1e-15})
+    return _fixed_point(system, args, polished.x)
+
+
+def largest_learning_rate(K: int, variant: str = "erf", hi: float = 8.0) -> float:
+    """The largest ``eta`` at which a noise-free ``K = M`` student converges to its teacher:
+    where the perfect fixed point's largest eigenvalue crosses zero (bisection to 1e-12).
+
+    Examples
+    --------
+    >>> eta = largest_learning_rate(2)
+    >>> 0 < eta < 10
+    True
+    """
+    def growth(eta: float) -> float:
+        point = specialised_point(CommitteeParams(K=K, M=K, eta=eta), variant)
+        return float(np.max(point.eigenvalues.real))
+
+    if growth(hi) < 0:
+        return math.inf
+    low = hi
+    while growth(low / 2) > 0 and low > 1e-6:
+        low /= 2
+    return brentq(growth, low / 2, low, xtol=1e-12, rtol=1e-12)
