@@ -1,0 +1,273 @@
+"""Verification of the committee machine: grids, one measurement per setting, and the claims.
+
+Every prediction is read off the derived ODE (fixed points, Jacobian
+eigenvalues) or is a closed form of the literature held against it; every
+measurement is a trajectory of the same ODE.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["TOLERANCES", "claims", "measure", "verify_settings"]
+
+#: Tolerances, each with its reason.
+TOLERANCES = {
+    "plateau eps* (fixed point vs closed form)": (
+        1e-10, "Newton on the compiled flow converges to round-off (~1e-16)"),
+    "plateau approached as the asymmetry falls": (
+        1e-2, "relative, at the smallest asymmetry, and decreasing with it: the plateau has "
+              "marginal directions (the students coincide there), so the approach is slow"),
+    "one unstable direction class at the plateau": (
+        0.0, "every unstable eigenvalue equal (the students' permutation symmetry)"),
+    "escape time slope vs 1/lambda": (
+        0.05, "relative, slope over the two smallest asymmetries, the local slopes decreasing "
+              "towards 1/lambda; marginal directions at the plateau make the approach slow"),
+    "plateau rises with eta": (0.0, "eps_p(eta) increasing over the grid's eta"),
+    "plateau height of a trajectory at eta > 0": (
+        1e-2, "relative, asymmetry 1e-6: the same slow approach as at eta -> 0"),
+    "largest learning rate: converges below": (
+        1e-8, "eps_g at the run's end, 0.9 eta_max; converges exponentially"),
+    "largest learning rate: fails above": (
+        0.0, "eps_g at the run's end, 1.1 eta_max, must stay above 1e-4"),
+    "asymptotic eps_g with noise (trajectory vs fixed point)": (
+        1e-6, "relative; the run settles at |flow| <= 1e-10"),
+    "asymptotic eps_g grows with K (K > M, noise)": (0.0, "Goldt et al. 2019"),
+    "student learns the teacher (K = M, no noise)": (
+        1e-9, "eps_g once settled: the flow is still"),
+}
+
+#: Asymmetries of the escape-time law, largest first.
+ASYMMETRIES = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
+#: Learning rates of the plateau's rise.
+ETAS = (0.0, 0.05, 0.1, 0.2, 0.4)
+#: Output noise and learning rate of the K >= M runs.
+NOISY = {"M": 1, "eta": 0.1, "noise": 0.5}
+
+#: What each grid holds; the main job runs ``default``.
+GRIDS = {
+    "quick": {"plateau": [2], "escape": ASYMMETRIES[::2], "eta": ETAS[:3:2], "noise": [1, 2]},
+    "default": {"plateau": [2, 3], "escape": ASYMMETRIES, "eta": ETAS, "noise": [1, 2, 3]},
+    "full": {"plateau": [2, 3, 4, 5], "escape": ASYMMETRIES + (1e-9, 1e-10), "eta": ETAS,
+             "noise": [1, 2, 3, 4]},
+}
+
+
+def _grid(grid: str) -> dict[str, list]:
+    return GRIDS[grid]
+
+
+def verify_settings(grid: str, variants: Sequence[str]) -> tuple[list[dict], list[dict]]:
+    """The settings of ``grid``: the erf claims, and one learning run per other activation."""
+    points = _grid(grid)
+    settings: list[dict] = []
+    if "erf" in variants:
+        erf = {"variant": "erf"}
+        settings += [{**erf, "kind": "plateau", "K": K, "M": K} for K in points["plateau"]]
+        settings += [{**erf, "kind": "escape", "K": 2, "M": 2, "asymmetry": a}
+                     for a in points["escape"]]
+        settings += [{**erf, "kind": "eta", "K": 2, "M": 2, "eta": eta, "asymmetry": 1e-6}
+                     for eta in points["eta"]]
+        settings += [{**erf, "kind": "eta_max", "K": 2, "M": 2}]
+        settings += [{**erf, "kind": "noise", "K": K, **NOISY} for K in points["noise"]]
+    settings += [{"variant": v, "kind": "learns", "K": 2, "M": 2} for v in variants if v != "erf"]
+    return settings, []
+
+
+def _params(setting: dict):
+    from .params import CommitteeParams
+
+    fields = {k: v for k, v in setting.items() if k not in ("variant", "kind")}
+    return CommitteeParams(**fields)
+
+
+def _plateau_value(traj) -> float:
+    """``eps_g`` where the flow is slowest between the plateau's entry and the escape, from
+    the dense output (the output grid is too coarse for a minimum)."""
+    from scipy.optimize import minimize_scalar
+
+    start, end = traj.phases.get("T_plateau", math.nan), traj.phases.get("T_escape", math.nan)
+    if not (math.isfinite(start) and math.isfinite(end)):
+        return math.nan
+    times = np.linspace(start, end, 401)
+    speed = traj.observables_at(times)["speed"]
+    best = int(np.argmin(speed))
+    lo, hi = times[max(best - 1, 0)], times[min(best + 1, len(times) - 1)]
+    found = minimize_scalar(lambda t: float(traj.observables_at([t])["speed"][0]),
+                            bounds=(lo, hi), method="bounded", options={"xatol": 1e-6})
+    return float(traj.observables_at([found.x])["eps_g"][0])
+
+
+def _finite(value) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def measure(setting: dict) -> dict:
+    """Integrate (or solve for the fixed points of) one setting; the numbers the claims need."""
+    from reduced_odes import SolverConfig, solve
+
+    from .model import MODEL
+    from .numerics import largest_learning_rate, specialised_point, unspecialised_fixed_point
+
+    kind, variant = setting["kind"], setting["variant"]
+    params = _params(setting)
+    if kind == "plateau":
+        point = unspecialised_fixed_point(params, variant)
+        unstable = point.unstable
+        return {"eps_p": point.eps_g, "residual": point.residual,
+                "lambda": float(unstable[0]) if unstable.size else None,
+                "lambda_spread": float(unstable[0] - unstable[-1]) if unstable.size else None,
+                "unstable": int(unstable.size)}
+    if kind == "eta_max":
+        eta_max = largest_learning_rate(params.K, variant)
+        ends = {}
+        for name, factor in (("below", 0.9), ("above", 1.1)):
+            run = _params({**setting, "eta": factor * eta_max})
+            try:
+                traj = solve(run, variant, SolverConfig(t_end=4000.0), model=MODEL)
+                ends[name] = float(traj.final["eps_g"])
+            except Exception as exc:  # a run that blows up has failed to learn  # noqa: BLE001
+                ends[name], ends[f"{name}_error"] = None, f"{type(exc).__name__}: {exc}"
+        return {"eta_max": eta_max, **{f"eps_end_{k}": v for k, v in ends.items()}}
+    traj = solve(params, variant, model=MODEL)
+    out = {"T_escape": _finite(traj.phases.get("T_escape", math.nan)),
+           "eps_end": float(traj.final["eps_g"])}
+    if kind in ("eta", "escape"):
+        out["plateau"] = _finite(_plateau_value(traj))
+    if kind == "eta":
+        out["eps_p"] = unspecialised_fixed_point(params, variant).eps_g
+    if kind == "noise":
+        final = np.array([traj.final[name] for name in traj.system.state_names])
+        out["eps_fixed_point"] = specialised_point(params, variant, start=final).eps_g
+    return out
+
+
+def _rel(predicted: float, measured: float) -> float:
+    return abs(measured - predicted) / abs(predicted)
+
+
+def _value(result: dict, key: str) -> float:
+    value = result.get(key)
+    return math.nan if value is None else float(value)
+
+
+def claims(records: list[dict], variants: Sequence[str]) -> list:
+    """Every claim, each the worst case over its settings."""
+    from reduced_odes import Claim
+
+    by_kind: dict[str, list[tuple[dict, dict]]] = {}
+    for record in records:
+        by_kind.setdefault(record["setting"]["kind"], []).append((record["setting"],
+                                                                  record["result"]))
+    rows: list = []
+
+    def add(name: str, predicted: float, measured: float, error: float, where: str,
+            passed: bool | None = None) -> None:
+        tolerance, reason = TOLERANCES[name]
+        ok = bool(error <= tolerance) if passed is None else bool(passed)
+        if not math.isfinite(error):
+            ok = False
+        rows.append(Claim(name, float(predicted), float(measured), float(error), tolerance, ok,
+                          f"{where}; {reason}"))
+
+    _plateau_claims(by_kind.get("plateau", []), add)
+    _escape_claims(by_kind.get("escape", []), by_kind.get("plateau", []), add)
+    _eta_claims(by_kind.get("eta", []), by_kind.get("eta_max", []), add)
+    _noise_claims(by_kind.get("noise", []), add)
+    for setting, result in by_kind.get("learns", []):
+        end = _value(result, "eps_end")
+        add("student learns the teacher (K = M, no noise)", 0.0, end, abs(end),
+            f"activation={setting['variant']}, K=M={setting['K']}")
+    return _worst(rows)
+
+
+def _worst(rows: list) -> list:
+    """One row per claim: the failing or the largest error, in the order first seen."""
+    chosen: dict[str, object] = {}
+    for row in rows:
+        old = chosen.get(row.name)
+        if old is None or (old.passed and not row.passed) or (
+                old.passed == row.passed and row.error > old.error):
+            chosen[row.name] = row
+    return list(chosen.values())
+
+
+def _plateau_claims(records, add) -> None:
+    from .numerics import closed_form_plateau
+
+    for setting, result in records:
+        K = setting["K"]
+        eps_star, eps_p = closed_form_plateau(K), _value(result, "eps_p")
+        add("plateau eps* (fixed point vs closed form)", eps_star, eps_p, abs(eps_p - eps_star),
+            f"K=M={K}")
+        spread = _value(result, "lambda_spread")
+        add("one unstable direction class at the plateau", 0.0, spread, abs(spread),
+            f"K=M={K}: {result.get('unstable')} unstable, lambda={_value(result, 'lambda'):.6g}",
+            passed=abs(spread) <= 1e-8 * _value(result, "lambda"))
+
+
+def _escape_claims(records, plateaus, add) -> None:
+    lam = next((_value(r, "lambda") for s, r in plateaus if s["K"] == 2), math.nan)
+    eps_p = next((_value(r, "eps_p") for s, r in plateaus if s["K"] == 2), math.nan)
+    ordered = sorted(records, key=lambda record: -record[0]["asymmetry"])
+    if len(ordered) < 2 or not math.isfinite(lam):
+        return
+    misses = [_rel(eps_p, _value(r, "plateau")) for _, r in ordered]
+    closer = all(b < a for a, b in zip(misses, misses[1:]))
+    add("plateau approached as the asymmetry falls", eps_p, _value(ordered[-1][1], "plateau"),
+        misses[-1], "K=M=2, relative miss at a = " + ", ".join(
+            f"{s['asymmetry']:g}: {m:.3g}" for (s, _), m in zip(ordered, misses)),
+        passed=closer and misses[-1] <= TOLERANCES["plateau approached as the asymmetry "
+                                                   "falls"][0])
+    points = [(s["asymmetry"], _value(r, "T_escape")) for s, r in ordered]
+    slopes = [(t2 - t1) / math.log(a1 / a2) for (a1, t1), (a2, t2) in zip(points, points[1:])]
+    towards = all(abs(b - 1 / lam) < abs(a - 1 / lam) for a, b in zip(slopes, slopes[1:]))
+    error = _rel(1 / lam, slopes[-1])
+    add("escape time slope vs 1/lambda", 1 / lam, slopes[-1], error,
+        f"K=M=2, lambda={lam:.10g}; local slopes dT/dln(1/a) from a={points[0][0]:g} down: "
+        + ", ".join(f"{s:.4f}" for s in slopes),
+        passed=towards and error <= TOLERANCES["escape time slope vs 1/lambda"][0])
+
+
+def _eta_claims(records, maxima, add) -> None:
+    ordered = sorted((s["eta"], r) for s, r in records)
+    heights = [_value(r, "eps_p") for _, r in ordered]
+    if len(heights) > 1:
+        rises = all(b > a for a, b in zip(heights, heights[1:]))
+        add("plateau rises with eta", heights[0], heights[-1], 0.0 if rises else 1.0,
+            "eps_p at eta = " + ", ".join(f"{eta:g}: {h:.6g}" for (eta, _), h in
+                                          zip(ordered, heights)), passed=rises)
+    for eta, result in ordered:
+        if eta > 0 and result.get("plateau") is not None:
+            add("plateau height of a trajectory at eta > 0", _value(result, "eps_p"),
+                _value(result, "plateau"), _rel(_value(result, "eps_p"),
+                                                _value(result, "plateau")), f"eta={eta:g}")
+    for _, result in maxima:
+        eta_max, below = _value(result, "eta_max"), _value(result, "eps_end_below")
+        add("largest learning rate: converges below", 0.0, below, abs(below),
+            f"eta_max={eta_max:.8g} (K=M=2), run at 0.9 eta_max")
+        above = result.get("eps_end_above")
+        failed = above is None or not math.isfinite(above) or above > 1e-4
+        add("largest learning rate: fails above", 1e-4, math.nan if above is None else above,
+            0.0 if failed else 1.0, f"eta_max={eta_max:.8g}, run at 1.1 eta_max"
+            + (f" ({result.get('eps_end_above_error')})" if above is None else ""),
+            passed=failed)
+
+
+def _noise_claims(records, add) -> None:
+    ordered = sorted((s["K"], r) for s, r in records)
+    for K, result in ordered:
+        fixed, end = _value(result, "eps_fixed_point"), _value(result, "eps_end")
+        add("asymptotic eps_g with noise (trajectory vs fixed point)", fixed, end,
+            _rel(fixed, end), f"K={K}, M={NOISY['M']}, eta={NOISY['eta']}, "
+                              f"noise={NOISY['noise']}")
+    values = [_value(r, "eps_fixed_point") for _, r in ordered]
+    if len(values) > 1:
+        grows = all(b > a for a, b in zip(values, values[1:]))
+        add("asymptotic eps_g grows with K (K > M, noise)", values[0], values[-1],
+            0.0 if grows else 1.0, "eps_inf at K = " + ", ".join(
+                f"{K}: {v:.6g}" for (K, _), v in zip(ordered, values)), passed=grows)
