@@ -38,9 +38,13 @@ def _sympy_values(derivation, exprs, y, args) -> np.ndarray:
 
 
 @pytest.mark.parametrize("name, variant", VARIANTS)
-def test_flow_is_the_negative_metric_gradient_of_the_loss(name, variant):
-    d = get_model(name).derive(variant)
-    expected = metric_gradient(d.loss, d.state, d.metric)
+def test_flow_is_the_negative_metric_gradient_of_the_loss_plus_its_drifts(name, variant):
+    model = get_model(name)
+    d = model.derive(variant, **model.structure(model.Params()))
+    gradient = (metric_gradient(d.loss, d.state, d.metric) if d.mobility is None
+                else -d.mobility * sp.Matrix([sp.diff(d.loss, v) for v in d.state]))
+    expected = gradient + sum((sp.Matrix(term.rate) for term in d.drifts),
+                              sp.zeros(len(d.state), 1))
     for i in range(len(d.state)):
         # 30-digit evaluation at random points: identities hold to round-off of 1e-25.
         assert_same(d.rhs[i], expected[i], symbolic=False, points=2)
@@ -49,7 +53,8 @@ def test_flow_is_the_negative_metric_gradient_of_the_loss(name, variant):
 @pytest.mark.parametrize("name, variant", VARIANTS)
 def test_compiled_rhs_jacobian_and_loss_match_sympy(name, variant):
     model = get_model(name)
-    d, system = model.derive(variant), load_system(model, variant)
+    structure = model.structure(model.Params())
+    d, system = model.derive(variant, **structure), load_system(model, variant)
     _, args, y0 = _point(model, variant)
     # Off the start, so that no coordinate sits at a special value (0, a symmetric point).
     y = y0 + 0.01 * np.arange(1, y0.size + 1) * (1 + np.abs(y0)) * 1e-2
@@ -78,6 +83,7 @@ def _trajectory(cache, name, variant):
 
 @pytest.mark.parametrize("name, variant", VARIANTS)
 def test_loss_does_not_increase_along_the_trajectory(trajectories, name, variant):
+    # At the defaults every declared drift vanishes (a model's defaults are its gradient flow).
     traj = _trajectory(trajectories, name, variant)
     args = traj.system_args
     coords = np.column_stack([traj.series[c] for c in traj.system.coordinate_names])
