@@ -28,7 +28,6 @@ extensions = [
     "myst_parser",
     "numpydoc",
     "sphinx.ext.autodoc",
-    "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
@@ -40,8 +39,7 @@ myst_enable_extensions = ["colon_fence", "deflist", "dollarmath"]
 myst_heading_anchors = 3
 
 # Autodoc and numpydoc: members are listed by autodoc, in source order; numpydoc renders
-# the sections.  No stub files are generated, so a build writes only into its output.
-autosummary_generate = False
+# the sections.  Nothing is generated into docs/: a build writes only into its output.
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"  # numpydoc's Parameters sections say the types in words
 numpydoc_show_class_members = False
@@ -121,10 +119,7 @@ def _title(module_name: str, home: str) -> str:
 
 def _group(module_name: str, home: str, names: list[str]) -> list[str]:
     title = _title(module_name, home)
-    lines = [title, "~" * len(title), "", f"*Defined in* ``{home}``.", "",
-             ".. autosummary::", ""]
-    lines += [f"   {name}" for name in names]
-    lines.append("")
+    lines = [title, "~" * len(title), "", f"*Defined in* ``{home}``.", ""]
     for name in names:
         obj = getattr(importlib.import_module(module_name), name)
         if inspect.isclass(obj):
