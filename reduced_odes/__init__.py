@@ -27,6 +27,7 @@ _LAZY = {
                      "assert_same", "gradient_flow", "log_coordinate", "metric_gradient",
                      "mixture_expectation", "relu"), "_symbolic"),
     **dict.fromkeys(("GaussianExpectation", "gaussian_expectation"), "_gaussian"),
+    **dict.fromkeys(("ACTIVATIONS", "Activation", "activation"), "_activations"),
     **dict.fromkeys(("Fixed", "Index", "PositionSum", "expect_product",
                      "expect_product_explicit", "geometric_sum", "token"), "_positions"),
     **dict.fromkeys(("CompiledSystem", "cache_dir", "load_system"), "_compile"),
