@@ -30,6 +30,7 @@ _LAZY = {
     **dict.fromkeys(("OnlineSGD", "online_sgd_reduction", "pullback_mobility"),
                     "_teacher_student"),
     **dict.fromkeys(("GaussianExpectation", "gaussian_expectation"), "_gaussian"),
+    **dict.fromkeys(("ACTIVATIONS", "Activation", "activation"), "_activations"),
     **dict.fromkeys(("Fixed", "Index", "PositionSum", "expect_product",
                      "expect_product_explicit", "geometric_sum", "token"), "_positions"),
     **dict.fromkeys(("CompiledSystem", "cache_dir", "load_system"), "_compile"),

@@ -116,25 +116,40 @@ def _diff_exp_poly(p: sp.Expr, q: sp.Expr, var: sp.Symbol, times: int) -> sp.Exp
 
 
 def gaussian_expectation(
-    expr: sp.Expr, variables: Iterable[sp.Symbol]
+    expr: sp.Expr, variables: Iterable[sp.Symbol], covariance: sp.Matrix | None = None
 ) -> GaussianExpectation:
-    """Expectation of ``expr`` over independent standard-normal ``variables``.
+    """Expectation of ``expr`` over the centred Gaussian ``variables``.
 
-    ``expr`` must be a sum of terms ``poly(x) * exp(quadratic(x))``; products of
+    Without ``covariance`` the variables are independent standard normals and
+    ``expr`` a sum of terms ``poly(x) * exp(quadratic(x))``; products of
     exponentials are combined automatically.  Coefficients may be symbolic.
+
+    With a ``covariance``, or when ``expr`` contains activations -- ``erf(c*x)``,
+    ``Heaviside(x)``, ``Max(0, x)``, ``DiracDelta(x)`` of single variables -- the
+    expectation is derived by :mod:`reduced_odes._activations` (Gaussian
+    tilting, conditioning, Stein's lemma and Price's theorem); its exponents
+    must then be quadratic forms without linear terms.
 
     Parameters
     ----------
     expr : sympy.Expr
         Integrand.
     variables : iterable of sympy.Symbol
-        The standard-normal variables; all other symbols are parameters.
+        The Gaussian variables; all other symbols are parameters.
+    covariance : sympy.Matrix, optional
+        The covariance of ``variables`` (symbolic entries allowed); default the identity.
 
     Returns
     -------
     GaussianExpectation
         The closed form and the conditions (``I - A`` positive definite, for
         every term) under which it is finite.
+
+    Raises
+    ------
+    DerivationError
+        For activations or products outside what :mod:`reduced_odes._activations`
+        supports (the message lists what is).
 
     Examples
     --------
@@ -144,8 +159,25 @@ def gaussian_expectation(
     1/sqrt(1 - a**2)
     >>> gaussian_expectation(x**2, [x]).value
     1
+
+    Over a correlated pair, Price's theorem gives the arcsine law of two erfs:
+
+    >>> b, c = sp.symbols("b c")
+    >>> C = sp.Matrix([[a, c], [c, b]])
+    >>> g = lambda u: sp.erf(u / sp.sqrt(2))
+    >>> gaussian_expectation(g(x) * g(y), [x, y], covariance=C).value
+    2*asin(c/(sqrt(a + 1)*sqrt(b + 1)))/pi
+
+    and, with Stein's lemma, the arc-cosine kernel of two ReLUs:
+
+    >>> gaussian_expectation(sp.Max(0, x) * sp.Max(0, y), [x, y], covariance=C).value
+    c*(asin(c/(sqrt(a)*sqrt(b)))/(2*pi) + 1/4) + sqrt(a*b - c**2)/(2*pi)
     """
+    from ._activations import expectation, has_activation  # imports the registry's SciPy
+
     xs = list(variables)
+    if covariance is not None or has_activation(expr, xs):
+        return expectation(expr, xs, covariance)
     expanded = sp.expand(sp.powsimp(sp.sympify(expr), combine="exp"), power_exp=False)
     terms = [sp.powsimp(t, combine="exp") for t in sp.Add.make_args(expanded)]
     results = [_expect_term(t, xs) for t in terms]
