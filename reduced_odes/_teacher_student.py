@@ -242,7 +242,7 @@ def online_sgd_reduction(K: int, M: int, activation: str, *, T: sp.Matrix | None
     >>> sp.expand(sgd.loss)
     Q_1_1/2 - R_1_1 + 1/2
     >>> sgd.rates.applyfunc(sp.expand).T
-    Matrix([[Q_1_1*eta - 2*Q_1_1 + eta*noise**2 - 2*R_1_1*eta + 2*R_1_1 + eta, 1 - R_1_1]])
+    Matrix([[Q_1_1*eta - 2*Q_1_1 - 2*R_1_1*eta + 2*R_1_1 + eta*noise**2 + eta, 1 - R_1_1]])
     """
     T = sp.eye(M) if T is None else sp.Matrix(T)
     if T.shape != (M, M) or T != T.T or T.free_symbols:

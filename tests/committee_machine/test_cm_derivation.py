@@ -11,7 +11,8 @@ import pytest
 import sympy as sp
 from scipy.special import erf
 
-from reduced_odes import DerivationError, gradient_flow, load_system, online_sgd_reduction
+from reduced_odes import (DerivationError, ParameterError, gradient_flow, load_system,
+                          online_sgd_reduction)
 from reduced_odes.models.committee_machine import MODEL, CommitteeParams
 from reduced_odes.models.committee_machine.numerics import (closed_form_plateau,
                                                             unspecialised_fixed_point)
@@ -48,8 +49,9 @@ def _sgd_step_rates(activation, K, M, Q, R, eta, noise, N, samples, rng):
 
 
 @pytest.mark.parametrize("activation, K, M, eta, noise", [
-    ("erf", 2, 2, 0.5, 0.3), ("erf", 3, 2, 0.8, 0.0), ("linear", 2, 1, 0.4, 0.5),
-    ("relu", 2, 2, 0.0, 0.0)])
+    ("erf", 2, 2, 0.5, 0.3), ("erf", 2, 1, 0.8, 0.0), ("linear", 2, 1, 0.4, 0.5),
+    ("relu", 2, 2, 0.0, 0.0), ("relu", 2, 1, 0.6, 0.4),
+    pytest.param("erf", 3, 2, 0.8, 0.2, marks=pytest.mark.slow)])
 def test_rates_equal_a_monte_carlo_of_one_sgd_step(activation, K, M, eta, noise):
     rng = np.random.default_rng(7)
     Q, R = _overlaps(K, M, rng)
@@ -94,9 +96,13 @@ def test_identity_metric_is_refused_for_order_parameters():
         gradient_flow(sgd.state, sgd.loss, parameters=(sgd.eta, sgd.noise))
 
 
-def test_relu_learning_rate_term_is_a_clear_error():
-    with pytest.raises(DerivationError, match="supported"):
-        online_sgd_reduction(1, 1, "relu")
+def test_relu_learning_rate_term_is_a_clear_error_beyond_three_fields():
+    online_sgd_reduction(2, 1, "relu")  # three fields: every term has a closed form
+    with pytest.raises(DerivationError, match="no closed form"):
+        online_sgd_reduction(2, 2, "relu")
+    with pytest.raises(ParameterError, match="eta"):  # and the model refuses it up front
+        MODEL.check(CommitteeParams(K=2, M=2, eta=0.1), "relu")
+    MODEL.check(CommitteeParams(K=2, M=1, eta=0.1), "relu")
 
 
 @pytest.mark.parametrize("K", [2, 3, pytest.param(4, marks=pytest.mark.slow),

@@ -53,10 +53,11 @@ class CommitteeMachine(Model):
         return {**super().structure(params), "finite_eta": params.eta > 0}
 
     def check(self, params: CommitteeParams, variant: str) -> None:
-        if variant == "relu" and params.eta > 0:
-            raise ParameterError(f"eta={params.eta!r} with activation 'relu', whose learning-"
-                                 f"rate term (a four-point expectation of steps and ReLUs) has "
-                                 f"no closed form; allowed: eta = 0 (the limit eta -> 0)")
+        if variant == "relu" and params.eta > 0 and params.K + params.M > 3:
+            raise ParameterError(f"eta={params.eta!r} with activation 'relu' and K={params.K}, "
+                                 f"M={params.M}: the learning-rate term (an expectation over "
+                                 f"four fields of steps and ReLUs) has no closed form; allowed: "
+                                 f"eta = 0 (the limit eta -> 0), or K + M <= 3")
 
     def derive(self, variant: str, *, K: int = 2, M: int = 2, finite_eta: bool = False):
         from .derivation import derivation
