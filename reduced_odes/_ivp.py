@@ -60,6 +60,8 @@ def _ivp_run(problem: Problem) -> _Run:
         if converge and sol.t_events[settle].size:
             converge, fixed_end = False, True
             t1 = t0 * (1 + problem.tail)
+            if t1 <= t0:  # no tail: the run ends where it settled
+                break
             continue
         if t1 >= _T_MAX:
             raise DomainError(f"{problem.label} did not settle before t={_T_MAX:g}")

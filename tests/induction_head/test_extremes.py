@@ -453,7 +453,7 @@ def test_trajectory_reaching_the_boundary_stops_with_a_diagnostic(closure, metho
         return [[0.0] * 4 for _ in range(4)]
 
     stub = dataclasses.replace(real, rhs=drift, jac=no_jacobian)
-    monkeypatch.setattr(_integrate, "load_system", lambda model, variant: stub)
+    monkeypatch.setattr(_integrate, "load_system", lambda model, variant, **_: stub)
     edge, start = EDGE[closure], 0.35 if closure == "linear" else 0.5
     with pytest.raises(DomainError) as info:
         solve(ModelParams(wstar=0.3), closure, SolverConfig(method=method),
