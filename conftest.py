@@ -1,4 +1,8 @@
-"""Shared test fixtures: an isolated compile cache per test session (tests and doctests)."""
+"""Shared test fixtures: an isolated compile cache per test session (tests and doctests), and
+a lasting one for the native tests."""
+
+import os
+from pathlib import Path
 
 import pytest
 
@@ -7,6 +11,19 @@ import pytest
 def _isolated_cache(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("REDUCED_ODES_CACHE", str(tmp_path_factory.mktemp("cache")))
+    yield
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def lasting_cache():
+    """A compile cache that outlives the session, for the native tests: numba's machine code
+    is kept beside the twins, and compiling them afresh each session would take minutes.
+    Every entry is keyed by a hash of what it was made from, so sharing it between sessions
+    is safe."""
+    mp = pytest.MonkeyPatch()
+    lasting = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    mp.setenv("REDUCED_ODES_CACHE", str(lasting / "reduced-odes-native-tests"))
     yield
     mp.undo()
 

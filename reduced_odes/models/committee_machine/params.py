@@ -90,7 +90,9 @@ class PhaseLevels(Parameters):
     0.5
     """
 
-    entry: float = parameter(0.05, positive(1), "T_plateau: eps_g <= (1 + entry) eps_p")
+    entry: float = parameter(1.0, positive(10),
+                             "T_plateau: eps_g <= (1 + entry) eps_p (default: within a factor "
+                             "2, where eps_g still falls fast, so the time is well conditioned)")
     escape: float = parameter(0.5, interval(0, 1), "T_escape: eps_g <= escape * eps_p")
     specialised: float = parameter(0.5, interval(0, 1),
                                    "T_spec: the students' specialisation reaches this fraction")
