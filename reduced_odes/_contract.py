@@ -366,6 +366,7 @@ class Model(abc.ABC):
         >>> model.check(model.Params(), "default") is None
         True
         """
+        return None
 
     def integrate(self, params: Parameters, variant: str, solver: SolverConfig,
                   thresholds: Parameters | None, initial: Any) -> Trajectory | None:
@@ -434,6 +435,7 @@ class Model(abc.ABC):
 
     def command_options(self, command: str, parser: argparse.ArgumentParser) -> None:
         """Add model-specific options to ``command``'s parser (default: none)."""
+        return None
 
     # -- what the engine derives from the above -----------------------------------------
     def supports(self, hook: str) -> bool:
@@ -443,8 +445,10 @@ class Model(abc.ABC):
         Examples
         --------
         >>> from reduced_odes.models import get_model
-        >>> get_model("two_mixture").supports("integrate"), get_model("deep_linear").supports("claims")
-        (True, False)
+        >>> get_model("two_mixture").supports("integrate")
+        True
+        >>> get_model("deep_linear").supports("claims")
+        False
         """
         default = getattr(Model, hook, None)
         if default is None:  # not a declared hook: whatever the model defines

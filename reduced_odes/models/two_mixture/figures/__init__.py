@@ -26,7 +26,7 @@ from pathlib import Path
 from .data import DATA_FILES, write_data
 from .draw import plot_algorithm1, plot_scaling, plot_separation, plot_stages
 
-__all__ = ["DATA_FILES", "FIGURES", "draw_figures", "figure_data"]
+__all__ = ["DATA_FILES", "FIGURES", "draw_figures"]
 
 #: Figure name -> (drawing function, its data file, subject of the provenance stamp).
 FIGURES = {
@@ -38,11 +38,6 @@ FIGURES = {
                                               "predicted slopes, no fit"),
     "algorithm1": (plot_algorithm1, "algorithm1.json", "joint flow against Algorithm 1"),
 }
-
-
-def figure_data(data: str | Path) -> list[Path]:
-    """Compute every data file into the directory ``data`` (overwriting)."""
-    return write_data(Path(data))
 
 
 def draw_figures(out: str | Path, data: str | Path,
