@@ -48,6 +48,6 @@ def draw_figures(out: str | Path, data: str | Path,
     --------
     >>> draw_figures("figures/two_mixture", "figures/data/two_mixture")  # doctest: +SKIP
     """
-    from ...._figstyle import draw_from_data
+    from reduced_odes.author import draw_from_data
 
     return draw_from_data(FIGURES, out, data, formats, "two_mixture", write_data)

@@ -23,7 +23,8 @@ import sympy as sp
 from scipy.integrate import quad
 from scipy.optimize import brentq
 
-from ..._contract import DerivationError
+from reduced_odes.author import DerivationError
+
 from .reduction import reduce_model
 
 __all__ = ["ClosedForms", "closed_forms", "predictor"]
@@ -107,7 +108,7 @@ def closed_forms(loss: str) -> ClosedForms:
     >>> sp.simplify(cf.plateau_rate - cf.kappa * cf.A / 4)  # doctest: +SKIP
     0
     """
-    from ..._compile import cached_symbolic
+    from reduced_odes.author import cached_symbolic
 
     def derive() -> dict:
         cf = derive_closed_forms(loss)

@@ -79,7 +79,7 @@ def initial_moments(params: TwoMixtureParams) -> dict[str, float]:
 @functools.lru_cache(maxsize=1024)  # every run's parameter check asks it at theta0
 def square_optimum(theta: float) -> tuple[float, float]:
     """``(A*, L*)``: the square loss minimised over ``A`` at a fixed margin ``theta``
-    (found numerically; the closed form is derived in ``predictions``).
+    (found numerically; the closed form is derived in ``closed_forms``).
 
     Examples
     --------
