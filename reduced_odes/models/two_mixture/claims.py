@@ -152,7 +152,7 @@ def claims(records: list[dict], variants: Sequence[str]) -> list:
     """Every claim of section 6, worst case over the grid."""
     from reduced_odes.author import Claim
 
-    from .closed_forms import predictor
+    from .numerics import predictor
 
     rows = _Rows()
     joint = [r for r in records if r["setting"].get("protocol") == "joint"]

@@ -109,7 +109,7 @@ def separation_document(params: TwoMixtureParams = DEFAULT) -> dict:
     >>> len(start["points"]), start["theta"] < 1e-6  # doctest: +SKIP
     (8, True)
     """
-    from ..closed_forms import predictor
+    from ..numerics import predictor
 
     run = _run(params, names=("theta",))
     pred, scales = predictor("square"), _scales(params)
@@ -132,7 +132,7 @@ def _sweep(field: str, values, base: TwoMixtureParams) -> dict:
 
     from reduced_odes import solve
 
-    from ..closed_forms import predictor
+    from ..numerics import predictor
 
     pred = predictor("square")
     measured = [solve(replace(base, **{field: v})).phases["T2"] for v in values]
@@ -168,7 +168,7 @@ def algorithm1_document(params: TwoMixtureParams = DEFAULT) -> dict:
     """
     from dataclasses import replace
 
-    from ..closed_forms import predictor
+    from ..numerics import predictor
 
     joint = _run(params, names=("loss", "A", "theta"))
     end = float(joint["series"]["t"][-1])
