@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from reduced_odes.models.induction_head.compare import compare_closures, format_markdown, t_interval, validate_simulator
+from reduced_odes.models.induction_head.ground_truth import compare_closures, format_markdown, t_interval, validate_simulator
 
 
 @pytest.fixture(scope="module")

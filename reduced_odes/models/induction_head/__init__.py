@@ -7,10 +7,11 @@ T_III), convergence.  The softmax normaliser has no closed-form expectation,
 so two closures (the model's variants) are derived: ``linear`` (the
 paper's) and ``meanfield``.
 
-Modules: ``declaration`` (the heads as data), ``losses`` and ``flow`` (the
-derivation), ``special`` and ``kernels`` (the stable attention functions),
-``predictions`` and ``claims`` (Theorem 5.5), ``sgd``, ``attention`` and
-``compare`` (exact-softmax ground truth), ``export`` and ``figures``.
+Modules: ``declaration`` (the heads as data), ``losses`` and ``derivation``
+(the flow), ``special`` and ``kernels`` (the stable attention functions),
+``numerics`` and ``claims`` (Theorem 5.5), ``sgd``, ``attention``,
+``population`` and ``ground_truth`` (exact-softmax ground truth), ``export`` and
+``figures``.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ __all__ = ["CLOSURE_WSTAR_LIMITS", "MODEL", "InductionHead", "ModelParams", "Pha
            "derive_stage1_loss"]
 
 #: The symbolic half, imported on first use (warm starts never import SymPy).
-_LAZY = {"derive_flow": "flow", "derive_stage1_flow": "flow", "derive_losses": "losses",
-         "derive_stage1_loss": "losses", "derive_predictions": "predictions"}
+_LAZY = {"derive_flow": "derivation", "derive_stage1_flow": "derivation",
+         "derive_losses": "losses", "derive_stage1_loss": "losses",
+         "derive_predictions": "numerics"}
 
 
 def __getattr__(name):
@@ -79,7 +81,7 @@ class InductionHead(Model):
         params.check_closure(variant)
 
     def derive(self, variant: str):
-        from .flow import derivation
+        from .derivation import derivation
 
         return derivation(variant)
 
@@ -188,12 +190,12 @@ class InductionHead(Model):
                                  "degrees of freedom + 1 (default: 8)")
 
     def compare(self, *, quick: bool, out: Path, executor=None, workers=None, **options) -> dict:
-        from .compare import run_compare
+        from .ground_truth import run_compare
 
         return run_compare(quick=quick, out=out, executor=executor, workers=workers, **options)
 
     def format_compare(self, result: dict) -> str:
-        from .compare import format_markdown, format_population
+        from .ground_truth import format_markdown, format_population
 
         return format_population(result) if "metadata" in result else format_markdown(result)
 

@@ -2,7 +2,7 @@
 
 Each setting of a grid is integrated once (through the resumable sweep engine
 of :mod:`reduced_odes._sweep`) and measured; the measurements are then held
-against the predictions of :mod:`.predictions`.  Every claim
+against the predictions of :mod:`.numerics`.  Every claim
 row carries its prediction, the measurement (the worst case over the grid's
 groups), the error, the tolerance and the verdict.
 """
@@ -174,7 +174,7 @@ def _fit_slope(x, y) -> float:
 
 def evaluate_claims(records: list[dict], closure: str) -> list[Claim]:
     """The claims of one closure from its measured records."""
-    from .predictions import derive_predictions
+    from .numerics import derive_predictions
 
     pred = derive_predictions(closure)
     mine = [r for r in records if r["setting"]["closure"] == closure]

@@ -18,9 +18,9 @@ import sympy as sp
 from ..._positions import expect_product
 from ..._version import __version__
 from .declaration import ALPHA, CLOSURES, W_KQ, W_V2, WSTAR, induction_head_readouts
-from .flow import LOG_STATE, REDUCED_STATE, derive_flow, derive_stage1_flow
+from .derivation import LOG_STATE, REDUCED_STATE, derive_flow, derive_stage1_flow
 from .losses import derive_stage1_loss
-from .predictions import derive_predictions
+from .numerics import derive_predictions
 
 __all__ = ["export_derivations", "render_derivations"]
 

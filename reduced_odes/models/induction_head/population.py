@@ -229,7 +229,7 @@ def summarize_samples(samples: Sequence[dict[str, Any]], *,
     Returns
     -------
     dict
-        ``phases`` (per phase: :func:`~.compare.t_interval` over samples plus
+        ``phases`` (per phase: :func:`~.ground_truth.t_interval` over samples plus
         ``se``), ``per_sample``, ``interpolation_error`` (largest over samples)
         and ``closure_check`` (largest ``|z|`` per control and ``passed``).
 
@@ -240,7 +240,7 @@ def summarize_samples(samples: Sequence[dict[str, Any]], *,
     >>> s["phases"]["T"]["mean"], s["phases"]["T"]["se"], s["closure_check"]["passed"]
     (2.0, 1.0, True)
     """
-    from .compare import t_interval
+    from .ground_truth import t_interval
 
     runs = [{k: math.nan if v is None else v for k, v in s["phases"].items()} for s in samples]
     phases = {}

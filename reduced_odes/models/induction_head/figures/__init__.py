@@ -12,7 +12,7 @@ Data files (``<data>`` = ``figures/data`` by default)
     ``series`` from t = 0, phases, solver, versions) plus ``phase_IV``, the
     dense output sampled on a *linear* time grid from ``T_III`` to the end of
     the run (for the exponential decay of ``L_IH``), and ``predictions``, the
-    derived predictions of :mod:`reduced_odes.models.induction_head.predictions` at that setting.
+    derived predictions of :mod:`reduced_odes.models.induction_head.numerics` at that setting.
 ``verify-<grid>.jsonl``
     The raw per-setting results of ``reduced-odes verify --grid <grid>``.  If
     the settings a figure needs are missing, only those are run (through the
@@ -22,7 +22,7 @@ Data files (``<data>`` = ``figures/data`` by default)
     ``L`` and ``sigma`` (the lines of the scaling figure).
 ``compare-overlay.json`` (optional, never created here)
     Exact-softmax SGD curves for the closures figure, as written by ``reduced-odes
-    compare`` (:func:`reduced_odes.models.induction_head.compare.sgd_overlay`).  Schema, a single curve
+    compare`` (:func:`reduced_odes.models.induction_head.ground_truth.sgd_overlay`).  Schema, a single curve
     object or ``{"setting": {...}, "curves": [curve, ...]}``::
 
         {"t": [...], "w_kq": [...], "L_IH": [...],      # w_kq or L_IH may be absent
@@ -37,7 +37,7 @@ Data files (``<data>`` = ``figures/data`` by default)
     computed there); otherwise at the default setting.
 ``compare-grid.json`` (optional, never created here)
     The closure-error table of ``reduced-odes compare --grid FILE``
-    (:func:`reduced_odes.models.induction_head.compare.run_compare`): ``{"rows": [...],
+    (:func:`reduced_odes.models.induction_head.ground_truth.run_compare`): ``{"rows": [...],
     "metadata": {...}}``, a row per (L, sigma, w*, alpha) with the exact-softmax phase
     times (``exact``) and each closure's with ``ratio_to_exact`` (``value``, ``lo``,
     ``hi`` of ``T_em``, ``window``, ``T_III``; no ``window`` where

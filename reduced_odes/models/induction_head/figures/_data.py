@@ -56,7 +56,7 @@ def trajectory_data(closure: str, params: ModelParams = DEFAULT_PARAMS,
         The JSON file (see the module docstring for its contents).
     """
     from ...._results import read_json, trajectory_record, write_json
-    from ..predictions import derive_predictions
+    from ..numerics import derive_predictions
 
     path = trajectory_path(data_dir, closure, params)
     if path.exists() and not force:
@@ -173,7 +173,7 @@ def predictions_data(closure: str, data_dir: str | Path = "figures/data", *,
         need_l |= set(stored["L"])
         need_s |= set(stored["sigma"])
     from ...._results import write_json
-    from ..predictions import derive_predictions
+    from ..numerics import derive_predictions
 
     lengths = sorted(need_l | {int(round(v)) for v in np.geomspace(40, 2e5, 61)})
     sigmas = sorted(need_s | {float(f"{v:.6g}") for v in np.geomspace(1e-13, 1e-1, 25)})

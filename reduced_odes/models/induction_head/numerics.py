@@ -23,7 +23,7 @@ import sympy as sp
 
 from ..._positions import SEQ_LEN
 from .declaration import ALPHA, W_KQ, W_V1, W_V2, WSTAR, P
-from .flow import LOG_STATE, derive_flow
+from .derivation import LOG_STATE, derive_flow
 
 __all__ = ["SIGMA", "Predictions", "derive_predictions"]
 
