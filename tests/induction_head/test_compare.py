@@ -1,4 +1,4 @@
-"""SGD on the real model against the reduced ODEs (reduced_odes._compare)."""
+"""SGD on the real model against the reduced ODEs (induction_head.sgd_compare)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ import math
 
 import pytest
 
-from reduced_odes.models.induction_head.ground_truth import compare_closures, format_markdown, t_interval, validate_simulator
+from reduced_odes.author import t_interval
+from reduced_odes.models.induction_head.sgd_compare import (
+    compare_closures,
+    format_markdown,
+    validate_simulator,
+)
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reduced_odes.models.induction_head.export import render_derivations
 from reduced_odes._verify import verify
 from reduced_odes.models.induction_head.claims import GRIDS, grid_settings
+from reduced_odes.models.induction_head.export import render_derivations
 
 ROOT = Path(__file__).resolve().parents[2]
 

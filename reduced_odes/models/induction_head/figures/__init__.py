@@ -76,8 +76,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ...._figstyle import COLUMN_WIDTH, FORMATS, OKABE_ITO, parse_formats, render
-from ...._params import ParameterError
+from reduced_odes.author import (
+    COLUMN_WIDTH,
+    FORMATS,
+    OKABE_ITO,
+    ParameterError,
+    parse_formats,
+    render,
+)
+
 from ..params import ModelParams
 from ._data import (
     CLOSURES,
@@ -110,6 +117,7 @@ __all__ = [
     "PHASE_NAMES",
     "figure_path",
     "load_overlay",
+    "draw_figures",
     "make_figures",
     "plot_closure_errors",
     "plot_closures",
@@ -162,7 +170,7 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
     list of Path
         The figure files.
     """
-    from ...._results import read_json
+    from reduced_odes.author import read_json
 
     log = log or (lambda line: None)
     params = DEFAULT_PARAMS if params is None else params
@@ -210,3 +218,15 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
     for path in written:
         log(f"wrote {path}")
     return written
+
+
+def draw_figures(out: str | Path, data: str | Path,
+                 formats: str | Sequence[str] = FORMATS) -> list[Path]:
+    """The ``figures`` command: every figure of both closures, ``plateau_scaling`` from the
+    ``default`` verify grid (see :func:`make_figures`).
+
+    Examples
+    --------
+    >>> draw_figures("figures/induction_head", "figures/data/induction_head")  # doctest: +SKIP
+    """
+    return make_figures(out, data, formats, "all", "default")
