@@ -242,8 +242,10 @@ class Model(abc.ABC):
                 return [{"variant": v, "s": s} for v in variants for s in (1, 2)], []
             def measure(self, setting):
                 return {"T": solve(Params(s=setting["s"]), setting["variant"]).phases["T"]}
-            def claims(self, records, variants):
-                return [worst("T", [(1.0, r["result"]["T"], ..., "") for r in records], 0.01)]
+            def claims(self, records, variants):  # each row: predicted, measured, error, where
+                rows = [(2.0, r["result"]["T"], abs(r["result"]["T"] / 2 - 1), str(r["setting"]))
+                        for r in records]
+                return [worst("T against its closed form", rows, 0.01)]
 
     14. ``derive``: :meth:`export_derivations` writes the derivation documents::
 
@@ -259,7 +261,9 @@ class Model(abc.ABC):
         and :meth:`format_compare` (its table)::
 
             def compare(self, *, quick, out, executor=None, workers=None):
-                return write_json(Path(out) / "compare.json", run_sgd(quick, executor))
+                result = run_sgd(quick, executor or process_pool(workers, 8))
+                write_json(Path(out) / "compare-my_model.json", result)
+                return result
 
     17. :meth:`command_options`: model-specific options of a command, whose
         values reach the command's hook as keyword arguments::

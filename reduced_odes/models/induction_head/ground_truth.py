@@ -193,7 +193,9 @@ def format_population(result: dict[str, Any]) -> str:
 
     def ratio_cell(block: dict, name: str) -> str:
         r = block.get("ratio_to_exact", {}).get(name)
-        return "—" if r is None else f"{cell(r['value'], 4)} [{cell(r['lo'], 4)}, {cell(r['hi'], 4)}]"
+        if r is None:
+            return "—"
+        return f"{cell(r['value'], 4)} [{cell(r['lo'], 4)}, {cell(r['hi'], 4)}]"
 
     for r in result["rows"]:
         ex = r["exact"]

@@ -487,7 +487,8 @@ def _md_comparison(res: dict) -> str:
         if "final" not in r:
             continue
         m, tg = r["final"]["sgd_mean"], r["final"]["target"]
-        lines.append(f"| {r['L']} | {cell(r['sigma'])} | {cell(r['wstar'])} | {cell(r['final']['t'])} "
+        lines.append(f"| {r['L']} | {cell(r['sigma'])} | {cell(r['wstar'])} "
+                     f"| {cell(r['final']['t'])} "
                      + " ".join(f"| {cell(m[k])} ({cell(tg[k])})" for k in STATE) + " |")
     errors = [(r["L"], r["sigma"], r["wstar"], c, o[c]["error"]) for r in res["rows"]
               for o in [r["ode"]] for c in o if "error" in o[c]]

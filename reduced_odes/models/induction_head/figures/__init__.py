@@ -22,8 +22,8 @@ Data files (``<data>`` = ``figures/data`` by default)
     ``L`` and ``sigma`` (the lines of the scaling figure).
 ``compare-overlay.json`` (optional, never created here)
     Exact-softmax SGD curves for the closures figure, as written by ``reduced-odes
-    compare`` (:func:`reduced_odes.models.induction_head.ground_truth.sgd_overlay`).  Schema, a single curve
-    object or ``{"setting": {...}, "curves": [curve, ...]}``::
+    compare`` (:func:`reduced_odes.models.induction_head.sgd_compare.sgd_overlay`).
+    Schema, a single curve object or ``{"setting": {...}, "curves": [curve, ...]}``::
 
         {"t": [...], "w_kq": [...], "L_IH": [...],      # w_kq or L_IH may be absent
          "label": "exact softmax SGD (4 seeds)",        # optional
