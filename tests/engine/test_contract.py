@@ -306,3 +306,49 @@ def test_the_import_rule_sees_private_reach_in_every_form():
         names = [name for _, name in _imports(path, source)]
         verdict = all(_allowed(name, "reduced_odes.models.example") for name in names)
         assert verdict is allowed, (source, names)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``graph`` (module -> modules it imports), or [] if there is none."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(module: str) -> list[str]:
+        state[module] = "open"
+        path.append(module)
+        for target in sorted(graph[module]):
+            if state.get(target) == "open":
+                return [*path[path.index(target):], target]
+            if target not in state and (found := visit(target)):
+                return found
+        state[module] = "done"
+        path.pop()
+        return []
+
+    for module in sorted(graph):
+        if module not in state and (found := visit(module)):
+            return found
+    return []
+
+
+def test_model_packages_have_no_import_cycle():
+    """No module of a model package imports one that imports it back, function-level
+    imports included.  (Importing ``pkg.module`` also runs ``pkg/__init__``, which
+    re-exports the model; that implicit import is not an edge.)"""
+    modules = {_module_name(path): path for path in MODEL_FILES}
+    graph = {}
+    for module, path in modules.items():
+        targets = set()
+        for _, name in _imports(path):
+            while name and name not in modules:  # a name imported from a module: the module
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                targets.add(name)
+        graph[module] = targets
+    assert _cycle(graph) == []
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
