@@ -12,6 +12,8 @@ from :mod:`reduced_odes.author`.
 from __future__ import annotations
 
 import abc
+import importlib
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -163,17 +165,13 @@ class _PackageFunction:
                             f"not defined in a package; give the module's full name")
         self.hook, self.where, self.package = hook, where, package
         self.module, self.function = module, function or hook
-        self._found: Callable | None = None
 
     def __get__(self, instance, owner=None):
         if instance is None:
             return self
-        if self._found is None:
-            import importlib
-
-            module = importlib.import_module(self.module, self.package)
-            self._found = getattr(module, self.function)
-        return self._found
+        # Looked up on every read (a dictionary lookup once imported), so that a patched
+        # module attribute is the one called, as with a method that imports it.
+        return getattr(importlib.import_module(self.module, self.package), self.function)
 
     def __repr__(self) -> str:
         return f"<hook {self.hook}: {self.where}>"
@@ -315,8 +313,6 @@ class Model(abc.ABC):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        import sys
-
         named = cls.__dict__.get("hooks", {})
         package = getattr(sys.modules.get(cls.__module__), "__package__", None)
         for hook, where in named.items():
