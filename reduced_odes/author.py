@@ -28,10 +28,11 @@ expectations), ``pullback_mobility``, ``Drift`` and ``online_sgd_reduction``.
 
 Examples
 --------
->>> from reduced_odes.author import Crossing, Model, parameter, positive
+>>> from reduced_odes import get_model
+>>> from reduced_odes.author import Crossing, Model
 >>> Crossing("T_half", "u", 0.5).level
 0.5
->>> issubclass(type(__import__("reduced_odes").get_model("deep_linear")), Model)
+>>> isinstance(get_model("deep_linear"), Model)
 True
 >>> "Model" in STABLE and "run_sweep" in PROVISIONAL
 True
