@@ -63,6 +63,8 @@ _STABLE = {
     **dict.fromkeys(("Claim", "informative", "worst"), "_verify"),
     # Where plug-in models register (``[project.entry-points."reduced_odes.models"]``).
     **dict.fromkeys(("ENTRY_POINT_GROUP",), "_registry"),
+    # Reserved, added here with their modules: "Activation", "activation", "ACTIVATIONS"
+    # (_activations), "pullback_mobility", "Drift", "online_sgd_reduction".
 }
 
 #: Name -> engine module, for the shared helpers that may change in a minor release.
