@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from reduced_odes import DerivationError, ParameterError, SolverConfig, get_model, solve
+from reduced_odes import (
+    DerivationError,
+    ParameterError,
+    SolverConfig,
+    get_model,
+    registered_models,
+    solve,
+)
 from reduced_odes.models.deep_linear import DeepLinearParams
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -193,8 +200,7 @@ def test_the_author_api_costs_nothing_to_import():
     assert done.stdout.split() == ["[]"]
 
 
-@pytest.mark.parametrize("name", ["deep_linear", "induction_head", "two_mixture",
-                                  "two_stage_features"])
+@pytest.mark.parametrize("name", [model.name for model in registered_models()])
 def test_a_warm_solve_never_imports_sympy(name):
     """Once its system is compiled, a model integrates without SymPy: the symbolic half of
     each model (derivation, closed forms) is imported only when derived."""
