@@ -60,7 +60,7 @@ def _naive_rhs(closure: str, L: float, alpha: float, wstar: float):
 
     from reduced_odes._positions import SEQ_LEN
     from reduced_odes.models.induction_head.declaration import ALPHA, WSTAR
-    from reduced_odes.models.induction_head.flow import REDUCED_STATE, derive_flow
+    from reduced_odes.models.induction_head.derivation import REDUCED_STATE, derive_flow
     from reduced_odes.models.induction_head.special import NUMERIC_IMPLEMENTATIONS
 
     flow = derive_flow(closure)

@@ -1,7 +1,8 @@
 """Incremental learning in a deep linear network: two modes, learned one after the other.
 
 A user's model, outside the package: ``reduced-odes solve --model
-examples/incremental_learning.py:MODEL --json``.
+examples/incremental_learning.py:MODEL --json``.  It imports what it uses to
+write a model from :mod:`reduced_odes.author`, as the built-in models do.
 
 The network ``f(x) = a1 b1 x1 + a2 b2 x2`` learns the target ``s1 x1 + s2 x2``
 from ``x ~ N(0, I_2)`` under ``1/2 E[(target - f)^2]``, from ``a_i = b_i =
@@ -24,8 +25,16 @@ from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
 
-from reduced_odes import (Claim, Crossing, Model, Parameters, ParameterError, parameter,
-                          positive, solve)
+from reduced_odes import solve
+from reduced_odes.author import (
+    Claim,
+    Crossing,
+    Model,
+    ParameterError,
+    Parameters,
+    parameter,
+    positive,
+)
 
 
 @dataclass(frozen=True)
@@ -52,8 +61,12 @@ class IncrementalLearning(Model):
     def derive(self, variant):
         import sympy as sp
 
-        from reduced_odes import (assert_conserved, gaussian_expectation, gradient_flow,
-                                  log_coordinate)
+        from reduced_odes.author import (
+            assert_conserved,
+            gaussian_expectation,
+            gradient_flow,
+            log_coordinate,
+        )
 
         a1, b1, a2, b2 = sp.symbols("a1 b1 a2 b2", positive=True)
         s1, s2 = sp.symbols("s1 s2", positive=True)

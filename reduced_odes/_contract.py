@@ -4,12 +4,16 @@ The engine (derive, compile, integrate, measure, sweep, verify, export)
 names no model.  A model is an instance of a :class:`Model` subclass; the
 built-in ones live in :mod:`reduced_odes.models`, and users pass their own
 with ``--model path/to/file.py:OBJECT`` or register them under the entry-point
-group ``reduced_odes.models``.
+group ``reduced_odes.models``.  Every hook the engine reads is declared on
+:class:`Model`, with its signature and its default; authors import all of it
+from :mod:`reduced_odes.author`.
 """
 
 from __future__ import annotations
 
 import abc
+import importlib
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -17,9 +21,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ._params import ParameterError, Parameters
 
 if TYPE_CHECKING:  # the symbolic half is imported only when a model is derived
-    from ._symbolic import Derivation
+    import argparse
+    from pathlib import Path
 
-__all__ = ["Crossing", "DerivationError", "Model"]
+    from ._params import SolverConfig
+    from ._symbolic import Derivation
+    from ._trajectory import Trajectory
+    from ._verify import Claim
+
+__all__ = ["FORWARDABLE", "OPTIONAL_HOOKS", "Crossing", "DerivationError", "Model", "SettledRule"]
 
 
 class DerivationError(RuntimeError):
@@ -131,16 +141,59 @@ class Crossing:
             raise ValueError(f"direction={self.direction!r}; allowed: 1, -1")
 
 
+#: The optional hooks: methods with a default here, which a model overrides or names in
+#: :attr:`Model.hooks` (see :meth:`Model.supports`).
+OPTIONAL_HOOKS = ("check", "integrate", "verify_settings", "measure", "claims",
+                  "verify_metadata", "export_derivations", "figures", "compare", "format_compare",
+                  "command_options")
+#: The methods a model may implement through :attr:`Model.hooks`: the optional hooks and
+#: :meth:`Model.derive`.
+FORWARDABLE = ("derive", *OPTIONAL_HOOKS)
+
+
+class _PackageFunction:
+    """A hook implemented by a function of the model's package, imported on first use.
+
+    Read on an instance it is that function (the hook's arguments, without ``self``),
+    so ``inspect.signature(model.compare)`` shows the implementation's options.
+    """
+
+    def __init__(self, hook: str, where: str, package: str | None, owner: str):
+        module, _, function = where.partition(":")
+        if module.startswith(".") and not package:
+            raise TypeError(f"{owner}.hooks[{hook!r}] = {where!r} is relative, but {owner} is "
+                            f"not defined in a package; give the module's full name")
+        self.hook, self.where, self.package = hook, where, package
+        self.module, self.function = module, function or hook
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        # Looked up on every read (a dictionary lookup once imported), so that a patched
+        # module attribute is the one called, as with a method that imports it.
+        return getattr(importlib.import_module(self.module, self.package), self.function)
+
+    def __repr__(self) -> str:
+        return f"<hook {self.hook}: {self.where}>"
+
+
 class Model(abc.ABC):
     """A reduced model of training dynamics, as the engine consumes it.
 
-    What a model owes the engine, in the order the pipeline uses it:
+    A model author imports everything from :mod:`reduced_odes.author`.  What a
+    model owes the engine, in the order the pipeline uses it; 1-9 are required,
+    10-17 are optional and have defaults here.
 
     1. ``name`` (an identifier) and ``description`` (one line): class attributes.
     2. ``Params``: a frozen dataclass deriving from
        :class:`~reduced_odes.Parameters`, its fields declared with
        :func:`~reduced_odes.parameter` (default, allowed range, help).  They
-       become the CLI options ``--<field>`` of every command.
+       become the CLI options ``--<field>`` of every command::
+
+           @dataclass(frozen=True)
+           class Params(Parameters):
+               s: float = parameter(1.0, positive(), "target singular value")
+
     3. ``variants``: names of the model's variants (closures, losses, ...),
        the first being the default; ``variant_option`` is the CLI option that
        selects one (``"variant"`` unless the model says otherwise).
@@ -163,21 +216,68 @@ class Model(abc.ABC):
        are resolved.
     9. :meth:`horizon`: the first time horizon; the engine extends it (x4, up
        to 1e18) until the state settles.
+    10. ``Thresholds`` (a :class:`~reduced_odes.Parameters` dataclass of phase
+        definitions, passed to :meth:`phases`), ``tail``, ``phase_order`` and
+        ``nonnegative``: class attributes, documented below.
+    11. :meth:`check`: reject parameter values that a variant does not allow::
 
-    Optional members: ``Thresholds`` (a :class:`~reduced_odes.Parameters`
-    dataclass of phase definitions, passed to :meth:`phases`); ``integrate``
-    (``integrate(params, variant, solver, thresholds, initial) -> Trajectory
-    or None``: a protocol that is not one flow, e.g. layer-wise training in
-    stages, each stage a :func:`~reduced_odes.solve`; None means the single
-    flow); and the hooks of the commands beyond ``solve``: ``claims`` (with
-    ``verify_settings`` and ``measure``) for ``verify``, ``export_derivations``
-    for ``derive``, ``figures`` and ``compare``.  A command is offered only for
-    a model that supplies its hook (:meth:`supports`).
-    ``command_options(command, parser)`` may add model-specific options to a
-    command; their values reach the command's hook as keyword arguments.  A
-    ``compare`` that takes ``executor`` and ``workers`` gets the options
-    ``--workers`` and ``--scheduler`` (a local pool or a dask cluster) and
-    should run its parallel work there.
+            def check(self, params, variant):
+                if variant == "square" and not params.A1 < 1:
+                    raise ParameterError(f"A1={params.A1!r} is outside (0, 1)")
+
+    12. :meth:`integrate`: a protocol that is not one flow, e.g. layer-wise
+        training in stages, each stage a :func:`~reduced_odes.solve`; None
+        means the single flow::
+
+            def integrate(self, params, variant, solver, thresholds, initial):
+                return run_in_stages(params, variant, solver) if params.staged else None
+
+    13. ``verify``: :meth:`verify_settings` (the grid), :meth:`measure` (one
+        setting, run in a worker process) and :meth:`claims` (the verdict rows)
+        together, with ``grids`` and :meth:`verify_metadata`::
+
+            def verify_settings(self, grid, variants):
+                return [{"variant": v, "s": s} for v in variants for s in (1, 2)], []
+            def measure(self, setting):
+                return {"T": solve(Params(s=setting["s"]), setting["variant"]).phases["T"]}
+            def claims(self, records, variants):  # each row: predicted, measured, error, where
+                rows = [(2.0, r["result"]["T"], abs(r["result"]["T"] / 2 - 1), str(r["setting"]))
+                        for r in records]
+                return [worst("T against its closed form", rows, 0.01)]
+
+    14. ``derive``: :meth:`export_derivations` writes the derivation documents::
+
+            def export_derivations(self, directory):
+                return write_documents(directory, {"my_model.md": render_markdown()})
+
+    15. ``figures``: :meth:`figures` draws from data files (computing missing ones)::
+
+            def figures(self, out, data, formats):
+                return draw_from_data(FIGURES, out, data, formats, "my_model", write_data)
+
+    16. ``compare``: :meth:`compare` (ground truth against the reduced flow)
+        and :meth:`format_compare` (its table)::
+
+            def compare(self, *, quick, out, executor=None, workers=None):
+                result = run_sgd(quick, executor or process_pool(workers, 8))
+                write_json(Path(out) / "compare-my_model.json", result)
+                return result
+
+    17. :meth:`command_options`: model-specific options of a command, whose
+        values reach the command's hook as keyword arguments::
+
+            def command_options(self, command, parser):
+                if command == "compare":
+                    parser.add_argument("--seeds", type=int, default=None)
+
+    A command beyond ``solve`` and ``sweep`` is offered only for a model that
+    supplies its hook (:meth:`supports`).
+
+    A hook is a method, or a function of the model's package named in
+    :attr:`hooks`, which the engine imports on the hook's first call (so a
+    warm ``solve`` imports none of them): ``{"claims": ".claims"}`` calls
+    ``claims(records, variants)`` of the package's module ``claims``, and
+    ``{"derive": ".derivation:derivation"}`` its function ``derivation(variant)``.
 
     Examples
     --------
@@ -185,6 +285,8 @@ class Model(abc.ABC):
     >>> model = get_model("deep_linear")
     >>> model.name, model.variants
     ('deep_linear', ('default',))
+    >>> model.supports("compare"), get_model("two_mixture").supports("compare")
+    (False, True)
     """
 
     name: ClassVar[str]
@@ -192,7 +294,10 @@ class Model(abc.ABC):
     Params: ClassVar[type[Parameters]]
     variants: ClassVar[tuple[str, ...]] = ("default",)
     variant_option: ClassVar[str] = "variant"
+    #: Run on for this many times the settling time (late-time rates are resolved there).
     tail: ClassVar[float] = 1.0
+    #: Phase definitions (a :class:`~reduced_odes.Parameters` dataclass) passed to
+    #: :meth:`phases`, or None.
     Thresholds: ClassVar[type[Parameters] | None] = None
     #: Phases that occur in this order at the default parameters (checked by the contract tests).
     phase_order: ClassVar[tuple[str, ...]] = ()
@@ -202,10 +307,25 @@ class Model(abc.ABC):
     #: each distinct value derives and compiles a system of its own, and
     #: :meth:`derive` receives them as keyword arguments.
     structural: ClassVar[tuple[str, ...]] = ()
+    #: The verification grids :meth:`verify_settings` accepts, the first being ``verify``'s
+    #: default (``"default"`` is the one ``reproduce`` runs).
+    grids: ClassVar[tuple[str, ...]] = ("quick", "default", "full")
+    #: Hooks implemented by functions of the model's package: hook -> ``"module"`` (its
+    #: function of the hook's name) or ``"module:function"``, the module relative to the
+    #: package of the model's class (a leading dot) or absolute.  Imported on first call.
+    hooks: ClassVar[Mapping[str, str]] = {}
 
-    # -- 3. variants ------------------------------------------------------------------
-    def check(self, params: Parameters, variant: str) -> None:
-        """Raise :class:`ParameterError` unless ``params`` suit ``variant``."""
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        named = cls.__dict__.get("hooks", {})
+        package = getattr(sys.modules.get(cls.__module__), "__package__", None)
+        for hook, where in named.items():
+            if hook not in FORWARDABLE:
+                raise TypeError(f"{cls.__name__}.hooks names {hook!r}, which is no hook; "
+                                f"allowed: {', '.join(FORWARDABLE)}")
+            if hook in cls.__dict__:
+                raise TypeError(f"{cls.__name__} defines {hook!r} and names it in hooks")
+            setattr(cls, hook, _PackageFunction(hook, where, package, cls.__name__))
 
     # -- 4. derivation ----------------------------------------------------------------
     @abc.abstractmethod
@@ -234,7 +354,8 @@ class Model(abc.ABC):
         """The phase definitions; ``initial`` holds every series at ``t = 0``."""
 
     @abc.abstractmethod
-    def settled(self, params: Parameters, variant: str) -> Callable[[Sequence[float]], float]:
+    def settled(self, params: Parameters, variant: str
+                ) -> Callable[[Sequence[float]], float] | SettledRule:
         """Stop rule: ``f(y) <= 0`` once every block of the state has reached its final regime.
 
         ``f(t, y)`` (two arguments) is allowed too, for a regime defined with time, such as
@@ -245,10 +366,108 @@ class Model(abc.ABC):
     def horizon(self, params: Parameters, variant: str) -> float:
         """First integration horizon (extended by the engine until :meth:`settled`)."""
 
+    # -- 11, 12. optional: checks and protocol ----------------------------------------------
+    def check(self, params: Parameters, variant: str) -> None:
+        """Raise :class:`ParameterError` unless ``params`` suit ``variant`` (default: all do).
+
+        Examples
+        --------
+        >>> from reduced_odes.models import get_model
+        >>> model = get_model("deep_linear")
+        >>> model.check(model.Params(), "default") is None
+        True
+        """
+        return None
+
+    def integrate(self, params: Parameters, variant: str, solver: SolverConfig,
+                  thresholds: Parameters | None, initial: Any) -> Trajectory | None:
+        """A trajectory of a protocol that is not one flow, or None (default): the single
+        flow, integrated by :func:`~reduced_odes.solve`.
+
+        ``solver``, ``thresholds`` and ``initial`` are :func:`~reduced_odes.solve`'s.
+        """
+        return None
+
+    # -- 13. optional: verify -------------------------------------------------------------
+    def verify_settings(self, grid: str, variants: Sequence[str]
+                        ) -> tuple[list[dict], list[dict]]:
+        """The settings of ``grid`` for ``variants`` (dicts, each passed to :meth:`measure`),
+        and the settings left out, each with its reason."""
+        raise self._unsupplied("verify_settings")
+
+    def measure(self, setting: dict) -> dict:
+        """The measurements of one setting (JSON-safe), computed in a worker process."""
+        raise self._unsupplied("measure")
+
+    def claims(self, records: list[dict], variants: Sequence[str]) -> list[Claim]:
+        """The verdict rows from every setting's record (``{"setting", "result"}``)."""
+        raise self._unsupplied("claims")
+
+    def verify_metadata(self) -> dict:
+        """What the verdict file records beside the claims: grids, tolerances with their
+        reasons, regimes (default: nothing)."""
+        return {}
+
+    # -- 14..16. optional: derive, figures, compare ---------------------------------------
+    def export_derivations(self, directory: Path) -> list[Path]:
+        """Write the derivation documents into ``directory``; the paths written."""
+        raise self._unsupplied("export_derivations")
+
+    def figures(self, out: Path, data: Path, formats: Sequence[str], **options
+                ) -> list[Path]:
+        """Draw the figures into ``out`` (each of ``formats``) from the data files in
+        ``data``, computing the missing ones first; the paths written."""
+        raise self._unsupplied("figures")
+
+    def compare(self, *, quick: bool, out: Path, **options) -> dict:
+        """Ground truth (e.g. SGD on the unreduced model) against the reduced flow, its
+        data files written into ``out``; the result, JSON-safe.
+
+        A ``compare`` that takes ``executor`` and ``workers`` gets the options
+        ``--workers`` and ``--scheduler`` (a local pool or a dask cluster) and
+        should run its parallel work there.
+        """
+        raise self._unsupplied("compare")
+
+    def format_compare(self, result: dict) -> str:
+        """:meth:`compare`'s result as a table (default: indented JSON).
+
+        Examples
+        --------
+        >>> from reduced_odes.models import get_model
+        >>> print(get_model("deep_linear").format_compare({"passed": True}))
+        {
+          "passed": true
+        }
+        """
+        import json
+
+        return json.dumps(result, indent=2)
+
+    def command_options(self, command: str, parser: argparse.ArgumentParser) -> None:
+        """Add model-specific options to ``command``'s parser (default: none)."""
+        return None
+
     # -- what the engine derives from the above -----------------------------------------
     def supports(self, hook: str) -> bool:
-        """Whether the model supplies the optional ``hook`` (a command beyond ``solve``)."""
-        return callable(getattr(self, hook, None))
+        """Whether the model supplies the optional ``hook``: overrides :class:`Model`'s
+        default, or names it in :attr:`hooks`.
+
+        Examples
+        --------
+        >>> from reduced_odes.models import get_model
+        >>> get_model("two_mixture").supports("integrate")
+        True
+        >>> get_model("deep_linear").supports("claims")
+        False
+        """
+        default = getattr(Model, hook, None)
+        if default is None:  # not a declared hook: whatever the model defines
+            return callable(getattr(self, hook, None))
+        return getattr(type(self), hook, default) is not default or hook in vars(self)
+
+    def _unsupplied(self, hook: str) -> NotImplementedError:
+        return NotImplementedError(f"model {self.name!r} does not supply {hook!r}")
 
     def resolve_variant(self, variant: str | None) -> str:
         """``variant`` checked against :attr:`variants` (``None``: the default)."""

@@ -4,21 +4,32 @@ For each model and variant: the derived flow is the negative metric gradient of
 the derived loss; the compiled right-hand side, Jacobian and loss equal SymPy's
 evaluation; the loss does not increase along the trajectory from the model's
 default start; the phases come out in the declared order; and every parameter
-outside its declared range raises ``ParameterError``.
+outside its declared range raises ``ParameterError``.  For each model: the hooks
+it names resolve to functions that take the hook's arguments, and its committed
+derivation documents are what ``derive`` writes.  For each file of the built-in
+models: it imports no private engine module.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 import sympy as sp
 
+import reduced_odes
+import reduced_odes.author as author
 from reduced_odes import ParameterError, assert_same, load_system, metric_gradient, solve
+from reduced_odes._contract import FORWARDABLE
 from reduced_odes._registry import _references, get_model
+from reduced_odes.author import Model
 
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = list(_references())
 VARIANTS = [(name, variant) for name in MODELS for variant in get_model(name).variants]
 
@@ -173,3 +184,177 @@ def test_output_grid_is_numpys_geomspace_to_the_bit(t_end, n_output):
 
     expected = np.concatenate([[0.0], np.geomspace(min(1e-3, t_end / 10), t_end, n_output)])
     np.testing.assert_array_equal(output_times(t_end, n_output), expected)
+
+
+def _supplying(hook: str) -> list[str]:
+    return [name for name in MODELS if get_model(name).supports(hook)]
+
+
+@pytest.mark.parametrize("name", _supplying("export_derivations"))
+def test_committed_derivations_are_what_derive_writes(name, tmp_path):
+    committed = sorted((ROOT / "derivations").glob(f"{name}.*"))
+    if not committed:
+        pytest.skip(f"no derivations of {name} are committed")
+    written = get_model(name).export_derivations(tmp_path)
+    assert sorted(p.name for p in written) == [p.name for p in committed]
+    for path in committed:
+        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), (
+            f"run `reduced-odes derive --model {name}` and commit {path.name}")
+
+
+#: Arguments each hook is called with by the engine (see reduced_odes.cli and _verify),
+#: without ``self``: positional names, then keyword names.
+HOOK_CALLS = {
+    "derive": (["variant"], []), "check": (["params", "variant"], []),
+    "integrate": (["params", "variant", "solver", "thresholds", "initial"], []),
+    "verify_settings": (["grid", "variants"], []), "measure": (["setting"], []),
+    "claims": (["records", "variants"], []), "verify_metadata": ([], []),
+    "export_derivations": (["directory"], []), "figures": (["out", "data", "formats"], []),
+    "compare": ([], ["quick", "out"]), "format_compare": (["result"], []),
+    "command_options": (["command", "parser"], []),
+}
+
+
+def test_every_forwardable_hook_has_its_engine_call():
+    assert set(HOOK_CALLS) == set(FORWARDABLE)
+    for hook, (positional, keywords) in HOOK_CALLS.items():
+        declared = inspect.signature(getattr(Model, hook))
+        declared.bind(None, *positional, **dict.fromkeys(keywords))
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_named_hooks_resolve_to_functions_taking_the_hooks_arguments(name):
+    model = get_model(name)
+    for hook, where in type(model).hooks.items():
+        function = getattr(model, hook)
+        assert callable(function) and model.supports(hook), (hook, where)
+        positional, keywords = HOOK_CALLS[hook]
+        inspect.signature(function).bind(*positional, **dict.fromkeys(keywords))
+
+
+def test_supports_names_what_a_model_overrides_or_names_in_hooks():
+    two_mixture, deep_linear = get_model("two_mixture"), get_model("deep_linear")
+    assert two_mixture.supports("integrate") and two_mixture.supports("claims")
+    assert not deep_linear.supports("claims") and not deep_linear.supports("integrate")
+    assert deep_linear.supports("derive")
+    assert deep_linear.verify_metadata() == {}
+    with pytest.raises(NotImplementedError, match="deep_linear.*claims"):
+        deep_linear.claims([], ["default"])
+
+
+def test_a_hook_name_that_is_no_hook_is_refused_when_the_class_is_made():
+    with pytest.raises(TypeError, match="verify_setting.*no hook"):
+        type("Typo", (Model,), {"__module__": __name__, "hooks": {"verify_setting": ".x"}})
+    with pytest.raises(TypeError, match="defines 'claims' and names it"):
+        type("Twice", (Model,), {"__module__": __name__, "hooks": {"claims": ".x"},
+                                 "claims": lambda self, records, variants: []})
+
+
+#: What a built-in model may import of the engine: the names of the public API and of the
+#: author API (modules other than these two, and their private names, are off limits).
+PUBLIC = {"reduced_odes": set(reduced_odes.__all__), "reduced_odes.author": set(author.__all__)}
+MODEL_FILES = sorted((ROOT / "reduced_odes" / "models").rglob("*.py"))
+
+
+def _imports(path: Path, source: str | None = None) -> list[tuple[int, str]]:
+    """``(line, module.name)`` of every import in ``path`` (or in ``source``, as if it were
+    that file's), function-level ones included, relative ones resolved; a ``from`` import
+    gives one entry per name, an ``import`` one entry for the module."""
+    package = path.relative_to(ROOT).with_suffix("").parts[:-1]  # the module's package
+    source = path.read_text(encoding="utf-8") if source is None else source
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                stem = package[:len(package) - node.level + 1]
+                base = ".".join([*stem, *([node.module] if node.module else [])])
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+    return found
+
+
+def _allowed(name: str, own: str) -> bool:
+    """A name of the public or the author API, of the model's own package, or not ours."""
+    if name.split(".")[0] != "reduced_odes" or name == own or name.startswith(own + "."):
+        return True
+    if name in PUBLIC:  # ``import reduced_odes.author``
+        return True
+    module, _, attribute = name.rpartition(".")
+    return attribute in PUBLIC.get(module, ())
+
+
+@pytest.mark.parametrize("path", [*MODEL_FILES, ROOT / "examples" / "incremental_learning.py"],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_models_import_only_the_public_and_author_api(path):
+    relative = path.relative_to(ROOT).with_suffix("").parts
+    # The model's own package: reduced_odes.models.<name> (the registry package: itself).
+    own = ".".join(relative[:3]) if relative[:2] == ("reduced_odes", "models") else "-"
+    if relative[-1] == "__init__" and len(relative) == 3:
+        own = "reduced_odes.models"
+    private = [f"line {line}: {name}" for line, name in _imports(path)
+               if not _allowed(name, own)]
+    assert not private, f"{path.relative_to(ROOT)} reaches into the engine: {private}"
+
+
+def test_the_import_rule_sees_private_reach_in_every_form():
+    """The check itself, on imports it must refuse and ones it must allow."""
+    path = ROOT / "reduced_odes" / "models" / "example" / "module.py"
+    cases = {"from ..._params import Parameters": False, "from ... import _params": False,
+             "import reduced_odes._integrate": False, "from reduced_odes import _backend": False,
+             "from reduced_odes.author import Model": True, "from reduced_odes import solve": True,
+             "from .params import P": True, "from ..deep_linear import MODEL": False,
+             "from ... import solve": True, "import reduced_odes.models.deep_linear": False,
+             "from reduced_odes import models": False, "from reduced_odes import cli": False,
+             "def f():\n    from ..._compile import load_system": False}
+    for source, allowed in cases.items():
+        names = [name for _, name in _imports(path, source)]
+        verdict = all(_allowed(name, "reduced_odes.models.example") for name in names)
+        assert verdict is allowed, (source, names)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``graph`` (module -> modules it imports), or [] if there is none."""
+    state: dict[str, str] = {}
+    path: list[str] = []
+
+    def visit(module: str) -> list[str]:
+        state[module] = "open"
+        path.append(module)
+        for target in sorted(graph[module]):
+            if state.get(target) == "open":
+                return [*path[path.index(target):], target]
+            if target not in state and (found := visit(target)):
+                return found
+        state[module] = "done"
+        path.pop()
+        return []
+
+    for module in sorted(graph):
+        if module not in state and (found := visit(module)):
+            return found
+    return []
+
+
+def test_model_packages_have_no_import_cycle():
+    """No module of a model package imports one that imports it back, function-level
+    imports included.  (Importing ``pkg.module`` also runs ``pkg/__init__``, which
+    re-exports the model; that implicit import is not an edge.)"""
+    modules = {_module_name(path): path for path in MODEL_FILES}
+    graph = {}
+    for module, path in modules.items():
+        targets = set()
+        for _, name in _imports(path):
+            while name and name not in modules:  # a name imported from a module: the module
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                targets.add(name)
+        graph[module] = targets
+    assert _cycle(graph) == []
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]

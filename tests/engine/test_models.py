@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from reduced_odes import DerivationError, ParameterError, SolverConfig, get_model, solve
+from reduced_odes import (
+    DerivationError,
+    ParameterError,
+    SolverConfig,
+    get_model,
+    registered_models,
+    solve,
+)
 from reduced_odes.models.deep_linear import DeepLinearParams
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,6 +131,12 @@ def test_derivation_error_names_the_step(tmp_path):
     assert info.value.step == "flow of a is the metric gradient"
 
 
+def test_cli_verify_bad_grid_exits_2():
+    done = _cli("verify", "--grid", "huge")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "huge" in done.stderr.strip().splitlines()[-1]
+
+
 def test_commands_a_model_does_not_supply_are_refused():
     done = _cli("verify", "--model", "deep_linear")
     assert done.returncode == 2 and "does not supply 'verify'" in done.stderr
@@ -165,3 +178,49 @@ def test_a_user_models_trajectory_evaluates_its_observables():
     at_t1 = traj.observables_at([traj.phases["T_1"]])
     # The crossing is a root of the dense output: u1 there is the level, to root-finding accuracy.
     assert at_t1["u1"][0] == pytest.approx(model.Params().s1 / 2, rel=1e-10)
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+HEAVY = ("sympy", "matplotlib", "numba", "scipy")
+
+
+def test_the_author_api_costs_nothing_to_import():
+    """``import reduced_odes.author`` and a model's contract names load no heavy library."""
+    done = _python("import sys, reduced_odes.author as a\n"
+                   "from reduced_odes.author import Crossing, Model, Parameters, SettledRule\n"
+                   "from reduced_odes.author import ParameterError, parameter, positive\n"
+                   f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]"]
+
+
+@pytest.mark.parametrize("name", [model.name for model in registered_models()])
+def test_a_warm_solve_never_imports_sympy(name):
+    """Once its system is compiled, a model integrates without SymPy: the symbolic half of
+    each model (derivation, closed forms) is imported only when derived."""
+    warm = _python(f"from reduced_odes import get_model, load_system\n"
+                   f"m = get_model({name!r})\n"
+                   f"for v in m.variants: load_system(m, v)")
+    assert warm.returncode == 0, warm.stderr
+    done = _python(f"import sys\nfrom reduced_odes import get_model, solve\n"
+                   f"m = get_model({name!r})\nsolve(m.Params(), model=m)\n"
+                   f"print('sympy' in sys.modules)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]
+
+
+def test_the_author_api_exports_what_it_lists():
+    import reduced_odes.author as author
+
+    assert set(author.__all__) == {*author.STABLE, *author.PROVISIONAL, "STABLE", "PROVISIONAL"}
+    assert not set(author.STABLE) & set(author.PROVISIONAL)
+    for name in author.__all__:
+        assert getattr(author, name) is not None, name
+    with pytest.raises(AttributeError, match="nonesuch"):
+        author.nonesuch  # noqa: B018

@@ -1,13 +1,16 @@
-"""SGD on the real model against the reduced ODEs (reduced_odes._compare)."""
+"""SGD on the real model against the reduced ODEs (induction_head.sgd_compare)."""
 
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 
-from reduced_odes.models.induction_head.compare import compare_closures, format_markdown, t_interval, validate_simulator
+from reduced_odes.models.induction_head.sgd_compare import (
+    compare_closures,
+    format_markdown,
+    validate_simulator,
+)
 
 
 @pytest.fixture(scope="module")
@@ -66,15 +69,6 @@ def test_compare_closures_tiny_run():
     assert "T_em_shift" in modes["joint"] and modes["stage2"]["p1_final_mean"] == "inf"
     md = format_markdown(res)
     assert "| 8 | 0.1 | 0.3 |" in md and "joint" in md
-
-
-def test_t_interval():
-    r = t_interval([1.0, 2.0, 3.0, math.nan])
-    assert r["n"] == 3 and r["n_missing"] == 1 and r["mean"] == 2.0
-    # t_{0.975, 2} = 4.3027; sd = 1; half-width = 4.3027 / sqrt(3).
-    assert r["hi"] - r["mean"] == pytest.approx(4.302653 / math.sqrt(3), rel=1e-5)
-    with pytest.raises(ValueError, match="confidence"):
-        t_interval([1.0, 2.0], confidence=1.5)
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import pytest
 from reduced_odes import solve
 from reduced_odes.cli import main
 from reduced_odes.models.induction_head import ModelParams
-from reduced_odes.models.induction_head.compare import population_rows
+from reduced_odes.models.induction_head.ground_truth import population_rows
 from reduced_odes.models.induction_head.population import (
     InductionHeadPopulation,
     _Moments,
@@ -99,7 +99,7 @@ def test_linear_attention_reproduces_the_linear_ode_within_its_error_bars(L, sig
 
 @pytest.mark.slow
 def test_population_and_sgd_agree_within_their_intervals():
-    from reduced_odes.models.induction_head.compare import compare_closures
+    from reduced_odes.models.induction_head.sgd_compare import compare_closures
 
     pop = population_rows(20, 0.3, 0.5, [0.1], progress=False)["rows"][0]["exact"]
     sgd = compare_closures(grid={"L": (20,), "sigma": (0.1,), "wstar": (0.3,)}, modes_at=(),

@@ -10,7 +10,7 @@ from reduced_odes import load_system, solve
 from reduced_odes.models.induction_head import ModelParams
 from reduced_odes.models.induction_head.declaration import ALPHA, WSTAR
 from reduced_odes._positions import SEQ_LEN as L
-from reduced_odes.models.induction_head.predictions import SIGMA, THETA_EM, THETA_I, derive_predictions
+from reduced_odes.models.induction_head.numerics import SIGMA, THETA_EM, THETA_I, derive_predictions
 
 # Spec section 6, typed in as independent references.
 SPEC_LAMBDA = {"linear": 2 * (L - 2) * (1 - ALPHA) ** 2 * WSTAR / (L**2 * (1 - WSTAR**2) ** 2),

@@ -4,7 +4,7 @@ ODE started from the network's own moments, with the spec's bounds."""
 import numpy as np
 import pytest
 
-from reduced_odes.models.two_mixture.compare import (
+from reduced_odes.models.two_mixture.ground_truth import (
     BOUNDS,
     ORDER_BAND,
     SETTING,

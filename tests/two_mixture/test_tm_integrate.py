@@ -7,8 +7,7 @@ import pytest
 
 from reduced_odes import SettledRule, SolverConfig, solve
 from reduced_odes.models.two_mixture import MODEL, TwoMixtureParams
-from reduced_odes.models.two_mixture.numeric import composite, reduced_loss
-from reduced_odes.models.two_mixture.predictions import predictor
+from reduced_odes.models.two_mixture.numerics import composite, predictor, reduced_loss
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ and Monte Carlo over sampled sequences (10^6 samples, within 4 standard errors).
 import numpy as np
 import pytest
 
-from reduced_odes.models.two_mixture.numeric import phi
+from reduced_odes.models.two_mixture.numerics import phi
 from reduced_odes.models.two_mixture.reduction import reduce_model
 from reduced_odes.models.two_mixture.simulator import (
     configurations,

@@ -1,4 +1,5 @@
-"""Committed outputs: the derivation documents, the figure data and the figures."""
+"""Committed outputs: the figure data and the figures (the derivation documents: the
+contract tests, tests/engine/test_contract.py)."""
 
 import re
 from pathlib import Path
@@ -10,7 +11,7 @@ import reduced_odes._integrate
 from reduced_odes._results import read_json
 from reduced_odes.models.two_mixture import MODEL
 from reduced_odes.models.two_mixture import figures as tm_figures
-from reduced_odes.models.two_mixture.export import _named, render_derivations
+from reduced_odes.models.two_mixture.export import _named
 from reduced_odes.models.two_mixture.figures.data import DATA_FILES, DIGITS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,12 +20,6 @@ FIGURES = ROOT / "figures" / "two_mixture"
 #: 5 significant digits: a value at a rounding edge may flip its last digit between
 #: machines (1e-4 relative at most); twice that leaves room for the solver's rtol.
 DATA_RTOL = 2 * 10.0 ** (1 - DIGITS)
-
-
-@pytest.mark.parametrize("name", ["two_mixture.md", "two_mixture.tex"])
-def test_committed_derivations_are_regenerated_identically(name):
-    committed = (ROOT / "derivations" / name).read_text(encoding="utf-8")
-    assert render_derivations()[name] == committed, "run `reduced-odes derive --model two_mixture`"
 
 
 def test_long_expressions_are_named():

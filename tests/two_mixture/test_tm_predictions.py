@@ -6,7 +6,8 @@ import pytest
 import sympy as sp
 from scipy.special import expi, shichi
 
-from reduced_odes.models.two_mixture.predictions import closed_forms, predictor
+from reduced_odes.models.two_mixture.closed_forms import closed_forms
+from reduced_odes.models.two_mixture.numerics import predictor
 
 EULER = 0.5772156649015329
 

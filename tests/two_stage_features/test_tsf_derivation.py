@@ -8,9 +8,9 @@ import tsf_reference as ref
 
 from reduced_odes import DerivationError
 from reduced_odes.models.two_stage_features import TwoStageParams
-from reduced_odes.models.two_stage_features.declaration import SYMBOLS as S
-from reduced_odes.models.two_stage_features.declaration import derivation, reduction
-from reduced_odes.models.two_stage_features.model import targets
+from reduced_odes.models.two_stage_features.derivation import SYMBOLS as S
+from reduced_odes.models.two_stage_features.derivation import derivation, reduction
+from reduced_odes.models.two_stage_features.numerics import targets
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,12 @@ import tsf_reference as ref
 
 from reduced_odes import ParameterError, SettledRule, SolverConfig, solve
 from reduced_odes.models.two_stage_features import MODEL, TwoStageParams, TwoStageThresholds
-from reduced_odes.models.two_stage_features.model import SETTLE_TOLERANCE, targets
-from reduced_odes.models.two_stage_features.predictions import (
+from reduced_odes.models.two_stage_features.model import SETTLE_TOLERANCE
+from reduced_odes.models.two_stage_features.numerics import (
     diagnostics,
     predict,
     require_crossing,
+    targets,
 )
 
 

@@ -7,7 +7,12 @@ import pytest
 
 from reduced_odes import solve
 from reduced_odes.models.two_stage_features import TwoStageParams
-from reduced_odes.models.two_stage_features.compare import SETUP, compare, format_compare, run_seed
+from reduced_odes.models.two_stage_features.ground_truth import (
+    SETUP,
+    compare,
+    format_compare,
+    run_seed,
+)
 from reduced_odes.models.two_stage_features.sgd import initial_weights
 from reduced_odes.models.two_stage_features.unreduced import (
     aligned_weights,

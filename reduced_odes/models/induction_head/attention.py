@@ -38,7 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._params import ParameterError, choice, integer, interval
+from reduced_odes.author import ParameterError, choice, integer, interval
+
 from .params import CLOSURE_WSTAR_LIMITS
 
 __all__ = [

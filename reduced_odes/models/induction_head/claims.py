@@ -2,7 +2,7 @@
 
 Each setting of a grid is integrated once (through the resumable sweep engine
 of :mod:`reduced_odes._sweep`) and measured; the measurements are then held
-against the predictions of :mod:`.predictions`.  Every claim
+against the predictions of :mod:`.numerics`.  Every claim
 row carries its prediction, the measurement (the worst case over the grid's
 groups), the error, the tolerance and the verdict.
 """
@@ -16,11 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..._params import ParameterError
-from ..._verify import Claim, informative, worst
+from reduced_odes.author import Claim, ParameterError, informative, worst
+
 from .params import ModelParams
 
-__all__ = ["GRIDS", "TOLERANCES", "evaluate_claims", "grid_settings", "measure_setting"]
+__all__ = ["GRIDS", "TOLERANCES", "claims", "evaluate_claims", "grid_settings", "measure_setting",
+           "verify_metadata"]
 
 #: Grids over (L, sigma, alpha, w*) for each closure.  ``quick`` runs in well under a
 #: minute on two cores; ``default`` is the README's main job; ``full`` spans the claimed
@@ -136,7 +137,7 @@ def measure_setting(setting: Mapping) -> dict:
     >>> round(m["t_L_G4_end"], 3)
     0.25
     """
-    from ..._integrate import solve
+    from reduced_odes import solve
 
     params = ModelParams(L=setting["L"], alpha=setting["alpha"], wstar=setting["wstar"],
                          sigma=setting["sigma"])
@@ -174,7 +175,7 @@ def _fit_slope(x, y) -> float:
 
 def evaluate_claims(records: list[dict], closure: str) -> list[Claim]:
     """The claims of one closure from its measured records."""
-    from .predictions import derive_predictions
+    from .numerics import derive_predictions
 
     pred = derive_predictions(closure)
     mine = [r for r in records if r["setting"]["closure"] == closure]
@@ -271,6 +272,23 @@ def evaluate_claims(records: list[dict], closure: str) -> list[Claim]:
                             low.measured >= TOLERANCES["L_IH(T_I) / plateau"],
                             low.detail.replace("worst", "smallest"), info))
     return claims
+
+
+def claims(records: list[dict], closures: Sequence[str]) -> list[Claim]:
+    """The claims of every closure in ``closures``, in that order."""
+    return [claim for closure in closures for claim in evaluate_claims(records, closure)]
+
+
+def verify_metadata() -> dict:
+    """The grids, the tolerances and the regime separation, for the verdict file.
+
+    Examples
+    --------
+    >>> sorted(verify_metadata())
+    ['grid_values', 'regime_separation', 'tolerances']
+    """
+    return {"grid_values": GRIDS, "tolerances": TOLERANCES,
+            "regime_separation": REGIME_SEPARATION}
 
 
 def _in_regime(predicted: Mapping[str, float]) -> bool:

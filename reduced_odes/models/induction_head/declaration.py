@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from ..._positions import SEQ_LEN, SUM_INDEX, Fixed, Index, PositionSum, geometric_sum, token
+from reduced_odes.author import SEQ_LEN, SUM_INDEX, Fixed, Index, PositionSum, geometric_sum, token
 
 __all__ = [
     "ALPHA",

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import sympy as sp
 
-from ..._positions import expect_product
-from ..._version import __version__
+from reduced_odes import __version__
+from reduced_odes.author import expect_product
+
 from .declaration import ALPHA, CLOSURES, W_KQ, W_V2, WSTAR, induction_head_readouts
-from .flow import LOG_STATE, REDUCED_STATE, derive_flow, derive_stage1_flow
+from .derivation import LOG_STATE, REDUCED_STATE, derive_flow, derive_stage1_flow
 from .losses import derive_stage1_loss
-from .predictions import derive_predictions
+from .numerics import derive_predictions
 
 __all__ = ["export_derivations", "render_derivations"]
 
@@ -157,7 +158,7 @@ def _closed_form(name: str):
 
 
 def _term_latex(term) -> str:
-    from ..._positions import Fixed
+    from reduced_odes.author import Fixed
 
     if isinstance(term, Fixed):
         return _latex(term.body)
@@ -189,6 +190,6 @@ def render_derivations() -> dict[str, str]:
 
 def export_derivations(directory: str | Path = "derivations") -> list[Path]:
     """Write the derivation documents into ``directory``; returns their paths."""
-    from ..._results import write_documents
+    from reduced_odes.author import write_documents
 
     return write_documents(directory, render_derivations())

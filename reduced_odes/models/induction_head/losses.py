@@ -13,8 +13,8 @@ from functools import cache
 
 import sympy as sp
 
-from ..._positions import SEQ_LEN, expect_product
-from ..._symbolic import assert_same
+from reduced_odes.author import SEQ_LEN, assert_same, expect_product
+
 from .declaration import (
     ALPHA,
     W_V1,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..._params import ParameterError, Parameters, integer, interval, parameter, positive
+from reduced_odes.author import ParameterError, Parameters, integer, interval, parameter, positive
 
 __all__ = ["ALPHA_RANGE", "CLOSURE_WSTAR_LIMITS", "L_MAX", "ModelParams", "PhaseThresholds"]
 

@@ -229,7 +229,7 @@ def summarize_samples(samples: Sequence[dict[str, Any]], *,
     Returns
     -------
     dict
-        ``phases`` (per phase: :func:`~.compare.t_interval` over samples plus
+        ``phases`` (per phase: :func:`~reduced_odes.author.t_interval` over samples plus
         ``se``), ``per_sample``, ``interpolation_error`` (largest over samples)
         and ``closure_check`` (largest ``|z|`` per control and ``passed``).
 
@@ -240,7 +240,7 @@ def summarize_samples(samples: Sequence[dict[str, Any]], *,
     >>> s["phases"]["T"]["mean"], s["phases"]["T"]["se"], s["closure_check"]["passed"]
     (2.0, 1.0, True)
     """
-    from .compare import t_interval
+    from reduced_odes.author import t_interval
 
     runs = [{k: math.nan if v is None else v for k, v in s["phases"].items()} for s in samples]
     phases = {}
@@ -305,7 +305,7 @@ def population_flow(model: PopulationModel, *, samples: int = 8, draws: int = 20
     >>> sorted(est["phases"])[:3]
     ['0.3/T_II', '0.3/T_III', '0.3/T_em']
     """
-    from ..._progress import Progress
+    from reduced_odes.author import Progress
 
     if samples < 2:
         raise ValueError(f"samples={samples!r} is invalid: error bars need at least 2")
@@ -346,7 +346,7 @@ def closure_averages(closure: str) -> Callable[..., np.ndarray]:
     >>> float(m2[0]), float(m1[0]) == 1 / 8
     (0.125, True)
     """
-    from ..._compile import cached_symbolic
+    from reduced_odes.author import cached_symbolic
 
     def derive() -> dict:
         import sympy as sp
@@ -362,7 +362,8 @@ def closure_averages(closure: str) -> Callable[..., np.ndarray]:
 
     import sympy as sp
 
-    from ..._positions import SEQ_LEN
+    from reduced_odes.author import SEQ_LEN
+
     from .declaration import W_KQ, WSTAR
 
     exprs = cached_symbolic("induction_head", closure, "population-averages", derive)

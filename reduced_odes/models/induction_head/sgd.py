@@ -15,8 +15,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..._crossing import first_sample_crossing
-from .params import PhaseThresholds
+from reduced_odes.author import first_sample_crossing
+
 from .attention import (
     ATTENTIONS,
     MODES,
@@ -33,6 +33,7 @@ from .attention import (
     monte_carlo_loss,
     stage1_loss_and_grad,
 )
+from .params import PhaseThresholds
 
 __all__ = [
     "ATTENTIONS",

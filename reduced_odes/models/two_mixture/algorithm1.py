@@ -18,8 +18,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..._params import ParameterError, SolverConfig
-from ..._trajectory import SolverStats, Trajectory
+from reduced_odes import SolverConfig, SolverStats, Trajectory
+from reduced_odes.author import ParameterError
+
 from .params import TwoMixtureParams
 
 __all__ = ["STAGES", "run_algorithm1"]
@@ -34,7 +35,7 @@ CROSSINGS = ("T1", "T2", "T3")
 def _stage_run(flow: TwoMixtureParams, variant: str, solver: SolverConfig, start,
                event: str | None, duration: float | None) -> Trajectory:
     """One stage, up to its ending crossing ``event`` (or for ``duration``)."""
-    from ... import solve
+    from reduced_odes import solve
 
     if event is not None:
         probe = solve(flow, variant, replace(solver, t_end=None), initial=start)
@@ -123,7 +124,7 @@ def stitch(params: TwoMixtureParams, solver: SolverConfig,
 
 def _values(params: TwoMixtureParams, variant: str) -> tuple[float, ...]:
     """The whole run's parameter values (the protocol's, not one stage's)."""
-    from ..._registry import get_model
+    from reduced_odes import get_model
 
     return tuple(get_model("two_mixture").parameter_values(params, variant))
 

@@ -46,7 +46,7 @@ def _closed_form_items(loss: str) -> list[tuple[str, object]]:
     """The section-6 closed forms of ``loss`` and the Algorithm 1 stage formulas."""
     import sympy as sp
 
-    from .predictions import closed_forms
+    from .closed_forms import closed_forms
 
     cf = closed_forms(loss)
     A_I, theta_II = sp.symbols("A_I theta_II", positive=True)
@@ -129,6 +129,6 @@ def export_derivations(directory: str | Path = "derivations") -> list[Path]:
     >>> [p.name for p in export_derivations(tempfile.mkdtemp())]  # doctest: +SKIP
     ['two_mixture.md', 'two_mixture.tex']
     """
-    from ..._results import write_documents
+    from reduced_odes.author import write_documents
 
     return write_documents(directory, render_derivations())

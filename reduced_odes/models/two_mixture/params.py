@@ -9,7 +9,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..._params import ParameterError, Parameters, choice, integer, interval, parameter, positive
+from reduced_odes.author import (
+    ParameterError,
+    Parameters,
+    choice,
+    integer,
+    interval,
+    parameter,
+    positive,
+)
 
 __all__ = ["LOSSES", "TwoMixtureParams", "initial_theta"]
 

@@ -30,8 +30,8 @@ from functools import cache
 import mpmath
 import sympy as sp
 
-from ..._contract import DerivationError
-from ..._symbolic import Identity, assert_conserved, assert_same, relu
+from reduced_odes.author import DerivationError, Identity, assert_conserved, assert_same, relu
+
 from .unreduced import D_VAL, Network, configurations, head_average, network, output, phi, scores
 
 __all__ = ["Reduction", "reduce_model"]
@@ -376,7 +376,7 @@ def reduce_model(loss: str) -> Reduction:
     >>> r.A_of_state, r.ell_of_state  # doctest: +SKIP
     (sqrt(2)*mu*zeta/4, k*kappa*q)
     """
-    from ..._compile import cached_symbolic
+    from reduced_odes.author import cached_symbolic
 
     stored = cached_symbolic("two_mixture", loss, "reduction",
                              lambda: _stored(derive_reduction(loss)))

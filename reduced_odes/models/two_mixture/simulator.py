@@ -14,7 +14,7 @@ from itertools import product
 
 import numpy as np
 
-from .numeric import phi
+from .numerics import phi
 
 __all__ = ["Net", "configurations", "forward", "manifold_net", "moments", "monte_carlo_loss",
            "paired_random_net", "population_loss", "sample"]

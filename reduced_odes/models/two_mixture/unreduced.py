@@ -18,7 +18,7 @@ from itertools import product
 
 import sympy as sp
 
-from ..._symbolic import mixture_expectation, relu
+from reduced_odes.author import mixture_expectation, relu
 
 __all__ = ["Network", "configurations", "config_loss", "network", "output", "phi",
            "head_average", "population_loss", "scores"]

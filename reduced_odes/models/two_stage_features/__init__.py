@@ -14,9 +14,7 @@ parameter (:class:`TwoStageParams`) or the variant (``activation``).
 
 from __future__ import annotations
 
-from .model import TwoStageFeatures
+from .model import MODEL, TwoStageFeatures
 from .params import TwoStageParams, TwoStageThresholds
 
 __all__ = ["MODEL", "TwoStageFeatures", "TwoStageParams", "TwoStageThresholds"]
-
-MODEL = TwoStageFeatures()

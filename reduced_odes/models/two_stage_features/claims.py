@@ -2,7 +2,7 @@
 
 ``measure`` integrates one setting in a worker (no SymPy there) and returns
 the phase times and the pieces of the trajectory the claims need; ``claims``
-sets them against :func:`predictions.predict` in the main process.
+sets them against :func:`numerics.predict` in the main process.
 """
 
 from __future__ import annotations
@@ -162,9 +162,10 @@ def measure(setting: dict) -> dict:
     >>> m["phases"]["T_P"] > 0, m["linear_max_log_b_gain"] <= 0
     (True, True)
     """
-    from ... import SolverConfig, solve
+    from reduced_odes import SolverConfig, solve
+
     from .ablation import ablated_losses
-    from .model import targets
+    from .numerics import targets
 
     params, variant = _params(setting)
     traj = solve(params, variant, SolverConfig(n_output=N_OUTPUT))
@@ -253,7 +254,7 @@ def lag_share(p: TwoStageParams, window: dict) -> float:
     >>> round(lag_share(TwoStageParams(), {"max_lag": 0.2, "rise": rise}), 3)
     1.016
     """
-    from .predictions import lag_estimate
+    from .numerics import lag_estimate
 
     rise = {k: np.asarray(v, float) for k, v in window["rise"].items()}
     return float(window["max_lag"] / peak(lag_estimate(p, rise["v"], rise["eig_P"], rise["eig_Q"],
@@ -304,7 +305,7 @@ def _late_rate(rows: _Rows, pred, result, where, start: float) -> None:
 
 def _slopes(rows: _Rows, records: list) -> None:
     """dT/d ln(1/sigma^2) between sigma = 1e-4 and 1e-8, for each setting that has both."""
-    from .predictions import predict
+    from .numerics import predict
 
     groups: dict[tuple, dict] = {}
     for p, variant, result in records:
@@ -333,8 +334,9 @@ def claims(records: list[dict], variants: Sequence[str]) -> list:
     >>> rows[0].detail
     'no data'
     """
-    from ..._verify import worst
-    from .predictions import predict
+    from reduced_odes.author import worst
+
+    from .numerics import predict
 
     rows, parsed = _Rows(), []
     for record in records:

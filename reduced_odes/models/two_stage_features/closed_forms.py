@@ -14,7 +14,7 @@ from functools import cache
 
 import sympy as sp
 
-from .declaration import SYMBOLS, reduction
+from .derivation import SYMBOLS, reduction
 
 __all__ = ["ClosedForms", "closed_forms"]
 

@@ -18,8 +18,8 @@ def _sections() -> list[tuple[str, list[tuple[str, object]]]]:
     import sympy as sp
 
     from .closed_forms import closed_forms
-    from .declaration import SYMBOLS as S
-    from .declaration import reduction
+    from .derivation import SYMBOLS as S
+    from .derivation import reduction
 
     r, cf = reduction("relu"), closed_forms()
     lin = reduction("linear")
@@ -78,6 +78,6 @@ def render_derivations() -> dict[str, str]:
 
 def export_derivations(directory: str | Path = "derivations") -> list[Path]:
     """Write the derivation documents into ``directory``; unchanged bytes are not rewritten."""
-    from ..._results import write_documents
+    from reduced_odes.author import write_documents
 
     return write_documents(directory, render_derivations())

@@ -7,7 +7,7 @@ matrix, which is the same for every draw of the prompt's directions ``u`` and
 random directions drop out, and the loss is a finite sum over token kinds.
 
 The functions take the arithmetic they need (``sqrt``, ``relu``) so that the
-same enumeration yields SymPy expressions (in ``declaration``) and floats
+same enumeration yields SymPy expressions (in ``derivation``) and floats
 (here, for the numeric targets used on the warm path, without SymPy).
 """
 

@@ -1,48 +1,22 @@
-"""The :class:`~reduced_odes.Model` of the two-stage feature model: what the engine integrates."""
+"""The :class:`~reduced_odes.author.Model` of the two-stage feature model: what is integrated."""
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 
-from ..._contract import Crossing, Model, SettledRule
-from .mixture import numeric_optimum
+from reduced_odes.author import Crossing, Model, SettledRule
+
+from .numerics import targets
 from .params import ACTIVATIONS, TwoStageParams, TwoStageThresholds
 
-__all__ = ["TwoStageFeatures", "phase_names", "targets"]
+__all__ = ["MODEL", "TwoStageFeatures", "phase_names"]
 
 #: Relative distance of A and B to A*, B* at which the state is settled.
 SETTLE_TOLERANCE = 1e-10
 #: Level of ln(b/a) for T_cross.  At t = 0, b = a exactly and a pulls ahead at once; the
 #: crossing sought is the later one, so the level sits just above 0 (a time shift ~1e-10).
 CROSSING_LEVEL = 1e-12
-
-
-def _activation(variant: str) -> Callable[[float], float]:
-    return (lambda s: max(0.0, s)) if variant == "relu" else (lambda s: s)
-
-
-def targets(params: TwoStageParams, variant: str = "relu") -> tuple[float, float]:
-    """``(A*, B*)``, the minimisers of ``L_P`` and ``L_Q``, without SymPy.
-
-    Examples
-    --------
-    >>> [round(x, 6) for x in targets(TwoStageParams())]
-    [3.657143, 6.564103]
-    """
-    return _targets(params.pi_P, params.gamma, params.mu, params.N, variant)
-
-
-@functools.lru_cache(maxsize=1024)
-def _targets(pi_P: float, gamma: float, mu: float, N: float,
-             variant: str) -> tuple[float, float]:
-    # Memoised: the stop rule asks on every run, and the six mixture expectations behind
-    # it cost more than a native run; a sweep mostly varies other parameters (sigma, v0,
-    # the dimensions), so the same optima recur.
-    args = (pi_P, gamma, mu, N, _activation(variant))
-    return numeric_optimum("P", *args), numeric_optimum("Q", *args)
 
 
 def phase_names(thresholds: TwoStageThresholds | None = None) -> list[str]:
@@ -81,62 +55,10 @@ class TwoStageFeatures(Model):
     variant_option = "activation"
     tail = 1.0
 
-    grids = ("quick", "default", "full")
-
-    def verify_settings(self, grid: str, variants: Sequence[str]) -> tuple[list[dict], list[dict]]:
-        from .claims import verify_settings
-
-        return verify_settings(grid, variants)
-
-    def measure(self, setting: dict) -> dict:
-        from .claims import measure
-
-        return measure(setting)
-
-    def claims(self, records: list[dict], variants: Sequence[str]) -> list:
-        from .claims import claims
-
-        return claims(records, variants)
-
-    def verify_metadata(self) -> dict:
-        from .claims import verify_metadata
-
-        return verify_metadata()
-
-    def export_derivations(self, directory) -> list:
-        from .export import export_derivations
-
-        return export_derivations(directory)
-
-    def figure_data(self, data: Path) -> list[Path]:
-        from .figures import figure_data
-
-        return figure_data(data)
-
-    def figures(self, out: Path, data: Path, formats: Sequence[str]) -> list[Path]:
-        from .figures import draw_figures
-
-        return draw_figures(out, data, formats)
-
-    def compare(self, *, quick: bool, out: Path, executor=None, workers=None) -> dict:
-        from ..._provenance import versions
-        from ..._results import write_json
-        from .compare import compare
-
-        result = compare(quick=quick, workers=workers, executor=executor)
-        write_json(Path(out) / f"compare-{self.name}-{'quick' if quick else 'full'}.json",
-                   {**result, "versions": versions()})
-        return result
-
-    def format_compare(self, result: dict) -> str:
-        from .compare import format_compare
-
-        return format_compare(result)
-
-    def derive(self, variant: str):
-        from .declaration import derivation
-
-        return derivation(variant)
+    hooks = {"derive": ".derivation:derivation", "verify_settings": ".claims",
+             "measure": ".claims", "claims": ".claims", "verify_metadata": ".claims",
+             "export_derivations": ".export", "figures": ".figures:draw_figures",
+             "compare": ".ground_truth:run_compare", "format_compare": ".ground_truth"}
 
     def parameter_values(self, params: TwoStageParams, variant: str) -> tuple[float, ...]:
         tau = 1.0 if params.train_value else 0.0
@@ -181,3 +103,6 @@ class TwoStageFeatures(Model):
         slowest = max(params.d_P / (params.pi_P**2 * params.gamma**2),
                       params.d_Q / (params.pi_Q**2 * params.mu**2)) / params.v0
         return 4 * (params.ell + 10) * slowest
+
+
+MODEL = TwoStageFeatures()

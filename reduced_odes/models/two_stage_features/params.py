@@ -11,7 +11,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..._params import ParameterError, Parameters, flag, integer, interval, parameter, positive
+from reduced_odes.author import (
+    ParameterError,
+    Parameters,
+    flag,
+    integer,
+    interval,
+    parameter,
+    positive,
+)
 
 __all__ = ["ACTIVATIONS", "TwoStageParams", "TwoStageThresholds"]
 

@@ -12,7 +12,7 @@ Data files (``<data>`` = ``figures/data`` by default)
     ``series`` from t = 0, phases, solver, versions) plus ``phase_IV``, the
     dense output sampled on a *linear* time grid from ``T_III`` to the end of
     the run (for the exponential decay of ``L_IH``), and ``predictions``, the
-    derived predictions of :mod:`reduced_odes.models.induction_head.predictions` at that setting.
+    derived predictions of :mod:`reduced_odes.models.induction_head.numerics` at that setting.
 ``verify-<grid>.jsonl``
     The raw per-setting results of ``reduced-odes verify --grid <grid>``.  If
     the settings a figure needs are missing, only those are run (through the
@@ -22,8 +22,8 @@ Data files (``<data>`` = ``figures/data`` by default)
     ``L`` and ``sigma`` (the lines of the scaling figure).
 ``compare-overlay.json`` (optional, never created here)
     Exact-softmax SGD curves for the closures figure, as written by ``reduced-odes
-    compare`` (:func:`reduced_odes.models.induction_head.compare.sgd_overlay`).  Schema, a single curve
-    object or ``{"setting": {...}, "curves": [curve, ...]}``::
+    compare`` (:func:`reduced_odes.models.induction_head.sgd_compare.sgd_overlay`).
+    Schema, a single curve object or ``{"setting": {...}, "curves": [curve, ...]}``::
 
         {"t": [...], "w_kq": [...], "L_IH": [...],      # w_kq or L_IH may be absent
          "label": "exact softmax SGD (4 seeds)",        # optional
@@ -37,7 +37,7 @@ Data files (``<data>`` = ``figures/data`` by default)
     computed there); otherwise at the default setting.
 ``compare-grid.json`` (optional, never created here)
     The closure-error table of ``reduced-odes compare --grid FILE``
-    (:func:`reduced_odes.models.induction_head.compare.run_compare`): ``{"rows": [...],
+    (:func:`reduced_odes.models.induction_head.ground_truth.run_compare`): ``{"rows": [...],
     "metadata": {...}}``, a row per (L, sigma, w*, alpha) with the exact-softmax phase
     times (``exact``) and each closure's with ``ratio_to_exact`` (``value``, ``lo``,
     ``hi`` of ``T_em``, ``window``, ``T_III``; no ``window`` where
@@ -76,8 +76,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ...._figstyle import COLUMN_WIDTH, FORMATS, OKABE_ITO, parse_formats, render
-from ...._params import ParameterError
+from reduced_odes.author import (
+    COLUMN_WIDTH,
+    FORMATS,
+    OKABE_ITO,
+    ParameterError,
+    parse_formats,
+    render,
+)
+
 from ..params import ModelParams
 from ._data import (
     CLOSURES,
@@ -110,6 +117,7 @@ __all__ = [
     "PHASE_NAMES",
     "figure_path",
     "load_overlay",
+    "draw_figures",
     "make_figures",
     "plot_closure_errors",
     "plot_closures",
@@ -162,7 +170,7 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
     list of Path
         The figure files.
     """
-    from ...._results import read_json
+    from reduced_odes.author import read_json
 
     log = log or (lambda line: None)
     params = DEFAULT_PARAMS if params is None else params
@@ -210,3 +218,15 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
     for path in written:
         log(f"wrote {path}")
     return written
+
+
+def draw_figures(out: str | Path, data: str | Path,
+                 formats: str | Sequence[str] = FORMATS) -> list[Path]:
+    """The ``figures`` command: every figure of both closures, ``plateau_scaling`` from the
+    ``default`` verify grid (see :func:`make_figures`).
+
+    Examples
+    --------
+    >>> draw_figures("figures/induction_head", "figures/data/induction_head")  # doctest: +SKIP
+    """
+    return make_figures(out, data, formats, "all", "default")

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ...._params import ParameterError, SolverConfig
+from reduced_odes import SolverConfig
+from reduced_odes.author import ParameterError
+
 from ..params import ModelParams, PhaseThresholds
 
 #: The setting of the ``phases``, ``convergence`` and ``closures`` figures.
@@ -55,8 +57,9 @@ def trajectory_data(closure: str, params: ModelParams = DEFAULT_PARAMS,
     Path
         The JSON file (see the module docstring for its contents).
     """
-    from ...._results import read_json, trajectory_record, write_json
-    from ..predictions import derive_predictions
+    from reduced_odes.author import read_json, trajectory_record, write_json
+
+    from ..numerics import derive_predictions
 
     path = trajectory_path(data_dir, closure, params)
     if path.exists() and not force:
@@ -68,7 +71,7 @@ def trajectory_data(closure: str, params: ModelParams = DEFAULT_PARAMS,
                 params.alpha, params.wstar, params.L, params.sigma)
             write_json(path, record)
         return path
-    from ...._integrate import solve
+    from reduced_odes import solve
 
     traj = solve(params, closure, SolverConfig(n_output=n_output))
     record = trajectory_record(traj)
@@ -120,9 +123,8 @@ def scaling_records(closure: str, data_dir: str | Path = "figures/data",
     list of dict
         ``{"key", "setting", "result", "metadata"}`` records, sorted by (L, sigma).
     """
-    from ...._provenance import versions
-    from ...._reproduce import rounded
-    from ...._sweep import read_results, run_sweep, setting_key
+    from reduced_odes.author import read_results, rounded, run_sweep, setting_key, versions
+
     from ..claims import measure_setting
 
     settings = _scaling_settings(closure, grid, alpha, wstar, L, sigma)
@@ -161,7 +163,7 @@ def predictions_data(closure: str, data_dir: str | Path = "figures/data", *,
     the given ``L`` and ``sigma`` (the measured settings).  The file is
     (re)computed when missing or when it lacks one of them.
     """
-    from ...._provenance import versions
+    from reduced_odes.author import versions
 
     path = predictions_path(data_dir, closure, alpha, wstar)
     need_l = {int(v) for v in L}
@@ -172,8 +174,9 @@ def predictions_data(closure: str, data_dir: str | Path = "figures/data", *,
             return path
         need_l |= set(stored["L"])
         need_s |= set(stored["sigma"])
-    from ...._results import write_json
-    from ..predictions import derive_predictions
+    from reduced_odes.author import write_json
+
+    from ..numerics import derive_predictions
 
     lengths = sorted(need_l | {int(round(v)) for v in np.geomspace(40, 2e5, 61)})
     sigmas = sorted(need_s | {float(f"{v:.6g}") for v in np.geomspace(1e-13, 1e-1, 25)})

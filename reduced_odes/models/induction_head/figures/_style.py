@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...._figstyle import (
+from reduced_odes import __version__
+from reduced_odes.author import (
     FORMATS,
     OKABE_ITO,
     SERIES,
@@ -19,8 +20,7 @@ from ...._figstyle import (
     new_figure,
     sci,
 )
-from ...._figstyle import save_figure as _save
-from ...._version import __version__
+from reduced_odes.author import save_figure as _save
 
 #: One colour per mechanism, in every figure.
 MECHANISM_COLOURS = {"4-gram": OKABE_ITO["blue"], "induction head": OKABE_ITO["vermillion"]}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ...._params import ParameterError
+from reduced_odes.author import ParameterError
+
 from ._style import _SERIES, _STYLE, _log_x, _meta, _new_figure, _sci
 from .closures import _CLOSURE_STYLE
 
@@ -145,7 +146,7 @@ def plot_closure_errors(doc: Mapping):
     """
     import matplotlib
 
-    from ...._reproduce import rounded
+    from reduced_odes.author import rounded
 
     rows = rounded(list(doc.get("rows") or []))  # displayed precision: same bytes everywhere
     points = {q: closure_error_points(rows, q) for q, *_ in _PANELS}

@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ...._params import ParameterError
+from reduced_odes.author import ParameterError
+
 from ._style import _SERIES, _STYLE, _log_x, _meta, _new_figure, _sci
 
 

@@ -61,7 +61,7 @@ def _scales(params: TwoMixtureParams) -> tuple[float, float, float, float]:
 def _run(params: TwoMixtureParams, variant: str = "square", t_end: float | None = None,
          names=("loss", "loss_consistent", "loss_hard", "A", "theta")) -> dict:
     """One integrated run: the named observables on log-spaced times, and its phases."""
-    from .... import SolverConfig, solve
+    from reduced_odes import SolverConfig, solve
 
     traj = solve(params, variant, SolverConfig(t_end=t_end))
     stop = t_end or T_STOP * traj.phases["T3"]
@@ -109,7 +109,7 @@ def separation_document(params: TwoMixtureParams = DEFAULT) -> dict:
     >>> len(start["points"]), start["theta"] < 1e-6  # doctest: +SKIP
     (8, True)
     """
-    from ..predictions import predictor
+    from ..numerics import predictor
 
     run = _run(params, names=("theta",))
     pred, scales = predictor("square"), _scales(params)
@@ -130,8 +130,9 @@ def _sweep(field: str, values, base: TwoMixtureParams) -> dict:
     """Integrated and predicted ``T2`` over one initial scale, with the predicted slope."""
     from dataclasses import replace
 
-    from .... import solve
-    from ..predictions import predictor
+    from reduced_odes import solve
+
+    from ..numerics import predictor
 
     pred = predictor("square")
     measured = [solve(replace(base, **{field: v})).phases["T2"] for v in values]
@@ -167,7 +168,7 @@ def algorithm1_document(params: TwoMixtureParams = DEFAULT) -> dict:
     """
     from dataclasses import replace
 
-    from ..predictions import predictor
+    from ..numerics import predictor
 
     joint = _run(params, names=("loss", "A", "theta"))
     end = float(joint["series"]["t"][-1])
@@ -187,6 +188,6 @@ def write_data(data: Path, names: Iterable[str] | None = None) -> list[Path]:
 
     No versions are written: the bytes depend on the numbers alone.
     """
-    from ...._results import write_json
+    from reduced_odes.author import write_json
 
     return [write_json(Path(data) / name, DATA_FILES[name]()) for name in (names or DATA_FILES)]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ...._figstyle import (
+from reduced_odes.author import (
     OKABE_ITO,
     TIME_LABEL,
     as_array,
@@ -21,6 +21,7 @@ from ...._figstyle import (
     sci,
     shade_spans,
 )
+
 from .data import SNAPSHOTS
 
 __all__ = ["STAGE_NAMES", "plot_algorithm1", "plot_scaling", "plot_separation", "plot_stages"]

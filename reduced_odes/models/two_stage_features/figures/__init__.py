@@ -31,7 +31,7 @@ from pathlib import Path
 from .data import DATA_FILES, write_data
 from .draw import plot_scaling, plot_spectrum, plot_stages
 
-__all__ = ["DATA_FILES", "FIGURES", "draw_figures", "figure_data"]
+__all__ = ["DATA_FILES", "FIGURES", "draw_figures"]
 
 #: Figure name -> (drawing function, its data file, subject of the provenance stamp).
 FIGURES = {
@@ -44,11 +44,6 @@ FIGURES = {
 }
 
 
-def figure_data(data: str | Path) -> list[Path]:
-    """Compute every data file into the directory ``data`` (overwriting)."""
-    return write_data(Path(data))
-
-
 def draw_figures(out: str | Path, data: str | Path,
                  formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
     """Draw every figure into ``out`` from the files in ``data``, computing only missing files.
@@ -58,6 +53,6 @@ def draw_figures(out: str | Path, data: str | Path,
     >>> draw_figures("figures/two_stage_features",
     ...              "figures/data/two_stage_features")  # doctest: +SKIP
     """
-    from ...._figstyle import draw_from_data
+    from reduced_odes.author import draw_from_data
 
     return draw_from_data(FIGURES, out, data, formats, "two_stage_features", write_data)

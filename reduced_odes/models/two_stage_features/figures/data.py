@@ -66,8 +66,9 @@ def trajectory_document(params: TwoStageParams = TRAJECTORY_PARAMS) -> dict:
     >>> sorted(doc["series"])  # doctest: +SKIP
     ['L_P', 'L_Q', 'eig_P', 'eig_Q', 't', 'v']
     """
-    from .... import solve
-    from ..predictions import predict
+    from reduced_odes import solve
+
+    from ..numerics import predict
 
     traj = solve(params)
     t = np.geomspace(T_START, float(traj.t[-1]), N_TIMES)
@@ -81,14 +82,14 @@ def trajectory_document(params: TwoStageParams = TRAJECTORY_PARAMS) -> dict:
 
 
 def _measured(settings: Sequence[TwoStageParams], keys: Sequence[str]) -> dict[str, list]:
-    from .... import solve
+    from reduced_odes import solve
 
     runs = [_phases(solve(p)) for p in settings]
     return {k: [run[k] for run in runs] for k in keys}
 
 
 def _predicted(settings: Sequence[TwoStageParams], keys: Sequence[str]) -> dict[str, list]:
-    from ..predictions import predict
+    from ..numerics import predict
 
     runs = [predict(p) for p in settings]
     return {k: [run[k] for run in runs] for k in keys}
@@ -144,6 +145,6 @@ DATA_FILES: dict[str, Callable[[], dict]] = {
 
 def write_data(data: Path, names: Iterable[str] = tuple(DATA_FILES)) -> list[Path]:
     """Compute the data files ``names`` into the directory ``data``."""
-    from ...._results import write_json
+    from reduced_odes.author import write_json
 
     return [write_json(Path(data) / name, DATA_FILES[name]()) for name in names]

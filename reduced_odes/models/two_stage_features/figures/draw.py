@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ...._figstyle import (
+from reduced_odes.author import (
     OKABE_ITO,
     TIME_LABEL,
     as_array,

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
-from ..._sweep import process_pool
+from reduced_odes.author import process_pool, t_interval, versions, write_json
+
 from .params import TwoStageParams
 
-__all__ = ["SETUP", "TOLERANCES", "compare", "format_compare", "interval", "run_seed"]
+__all__ = ["SETUP", "TOLERANCES", "compare", "format_compare", "run_compare", "run_seed"]
 
 #: Spec 7.8: the small dimensions of the SGD check (other parameters at their defaults).
 SETUP = {"d_P": 2, "d_Q": 4, "N": 16}
@@ -36,33 +38,13 @@ TOLERANCES = {
 STAGES = ("T_P", "T_Q", "T_cross")
 
 
-def interval(values: Sequence[float], level: float = 0.95) -> dict[str, float]:
-    """Mean and two-sided Student-t interval of ``values`` (NaNs dropped).
-
-    Examples
-    --------
-    >>> r = interval([1.0, 2.0, 3.0])
-    >>> r["mean"], round(r["lo"], 3), round(r["hi"], 3)
-    (2.0, -0.484, 4.484)
-    """
-    from scipy.stats import t as student
-
-    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], float)
-    if x.size < 2:
-        mean = float(x.mean()) if x.size else math.nan
-        return {"mean": mean, "lo": math.nan, "hi": math.nan, "n": int(x.size)}
-    half = float(student.ppf((1 + level) / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
-    return {"mean": float(x.mean()), "lo": float(x.mean() - half), "hi": float(x.mean() + half),
-            "n": int(x.size)}
-
-
 def _params(sigma: float) -> TwoStageParams:
     return TwoStageParams(sigma=sigma, **SETUP)
 
 
 def _ode(sigma: float, times: np.ndarray | None = None) -> dict:
     """The ODE's phases at ``sigma`` and, at ``times``, its ``a``, ``b``, ``v``."""
-    from ... import solve
+    from reduced_odes import solve
 
     traj = solve(_params(sigma))
     out = {"phases": {k: float(v) for k, v in traj.phases.items()}}
@@ -82,7 +64,7 @@ def run_seed(job: tuple[str, float, int, float]) -> dict:
     >>> sorted(r["times"])  # doctest: +SKIP
     ['T_P', 'T_P@0.9', 'T_Q', 'T_Q@0.1', 'T_cross']
     """
-    from .model import targets
+    from .numerics import targets
     from .sgd import stage_times, train
 
     init, sigma, seed, t_end = job
@@ -110,7 +92,7 @@ def _row(name: str, kind: str, predicted: float, values: Sequence[float],
          relative: bool = True) -> dict:
     """A claim over the seeds: the interval's farthest end from ``predicted`` (relative), or,
     for ``relative=False`` (deviations, already relative), the worst seed."""
-    stats = interval(values)
+    stats = t_interval(values)
     if relative:
         ends = [stats["lo"], stats["hi"]] if math.isfinite(stats["lo"]) else [stats["mean"]]
         error = max(abs(e - predicted) for e in ends) / abs(predicted)
@@ -149,7 +131,7 @@ def _shift_row(runs: list[dict], slope: float) -> dict:
 def _random_start(runs: list[dict], ode: dict) -> dict:
     """Random start: shifts against the aligned ODE as measured; order and plateau checked."""
     group, phases = _by(runs, "random", SIGMAS[0]), ode[SIGMAS[0]]["phases"]
-    shifts = {key: interval([r["times"][key] / phases[key] - 1 for r in group]) for key in STAGES}
+    shifts = {key: t_interval([r["times"][key] / phases[key] - 1 for r in group]) for key in STAGES}
     ordered = all(r["times"]["T_P"] < r["times"]["T_Q"] for r in group)
     plateau = all(r["times"]["T_P@0.9"] < r["times"]["T_Q@0.1"] for r in group)
     return {"relative_shift": shifts, "stages_in_order": ordered, "plateau": plateau,
@@ -169,7 +151,7 @@ def compare(quick: bool = True, workers: int | None = None, executor=None) -> di
     >>> result["passed"]  # doctest: +SKIP
     True
     """
-    from .predictions import predict
+    from .numerics import predict
 
     ode = {s: _ode(s) for s in SIGMAS}
     jobs = _jobs(quick, ode)
@@ -186,6 +168,20 @@ def compare(quick: bool = True, workers: int | None = None, executor=None) -> di
             "ode": {f"{s:g}": ode[s]["phases"] for s in SIGMAS}, "rows": rows,
             "random_start": random_start, "runs": runs,
             "passed": bool(all(r["passed"] for r in rows) and random_start["passed"])}
+
+
+def run_compare(*, quick: bool, out: str | Path, executor=None, workers=None) -> dict:
+    """The ``compare`` command: :func:`compare`, written to
+    ``<out>/compare-two_stage_features-<quick|full>.json`` with the versions.
+
+    Examples
+    --------
+    >>> result = run_compare(quick=True, out="results")  # doctest: +SKIP
+    """
+    result = compare(quick=quick, workers=workers, executor=executor)
+    write_json(Path(out) / f"compare-two_stage_features-{'quick' if quick else 'full'}.json",
+               {**result, "versions": versions()})
+    return result
 
 
 def _fmt(x: float) -> str:

@@ -10,23 +10,22 @@ From the derived reduced loss and mobility (:mod:`.reduction`):
 * the scaling slopes of ``T2`` in ``ln(1/sigma_att)`` and ``ln(1/sigma)``;
 * the Algorithm 1 stage quadratures.
 
-SymPy is imported here only; :func:`predictor` caches the float functions.
+SymPy is imported here; :func:`.numerics.predictor` evaluates them as floats, the
+quadratures included.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cache
 
 import sympy as sp
-from scipy.integrate import quad
-from scipy.optimize import brentq
 
-from ..._contract import DerivationError
+from reduced_odes.author import DerivationError
+
 from .reduction import reduce_model
 
-__all__ = ["ClosedForms", "closed_forms", "predictor"]
+__all__ = ["ClosedForms", "closed_forms", "derive_closed_forms"]
 
 
 @dataclass(frozen=True)
@@ -107,7 +106,7 @@ def closed_forms(loss: str) -> ClosedForms:
     >>> sp.simplify(cf.plateau_rate - cf.kappa * cf.A / 4)  # doctest: +SKIP
     0
     """
-    from ..._compile import cached_symbolic
+    from reduced_odes.author import cached_symbolic
 
     def derive() -> dict:
         cf = derive_closed_forms(loss)
@@ -147,76 +146,6 @@ def derive_closed_forms(loss: str) -> ClosedForms:
                        T_A, A_star, L_star, manifold_rate, T_of_ell, slope_att, slope_sigma)
 
 
-class Predictor:
-    """Float evaluation of the closed forms of one loss (see :func:`predictor`)."""
-
-    def __init__(self, cf: ClosedForms):
-        self.loss = cf.loss
-        modules = ["scipy", "numpy"]
-        sym = (cf.mu, cf.kappa)
-        self._rate_A = sp.lambdify((*sym, cf.A, cf.ell), cf.rate_A, modules)
-        self._rate_ell = sp.lambdify((*sym, cf.A, cf.ell), cf.rate_ell, modules)
-        self._plateau = sp.lambdify((*sym, cf.A), cf.plateau_rate, modules)
-        self._T1 = sp.lambdify((*sym, cf.A0, cf.A), cf.T1, modules)
-        self.square = cf.T_of_ell is not None
-        if self.square:
-            theta = sp.Symbol("theta", positive=True)
-            self._T = sp.lambdify((*sym, cf.A0, cf.ell0, cf.ell), cf.T_of_ell, modules)
-            self._L_star = sp.lambdify((cf.ell,), cf.L_star, modules)
-            self._A_star = sp.lambdify((theta,), cf.A_star, modules)
-            self._slopes = [sp.lambdify(sym, e, modules) for e in (cf.slope_att, cf.slope_sigma)]
-
-    # -- stage 1 ------------------------------------------------------------------------
-    def T1(self, mu: float, kappa: float, A0: float, A1: float) -> float:
-        """Time from ``A0`` to ``A1`` while ``theta = 0`` (square: logistic curve)."""
-        return float(self._T1(mu, kappa, A0, A1))
-
-    def ell_on_plateau(self, mu: float, kappa: float, ell0: float, A0: float, A: float) -> float:
-        """``ell`` when ``A`` has grown from ``A0``: ``ell0 exp(int rate_p(A) dt)``, ``theta ~ 0``."""
-        exponent = quad(lambda x: self._plateau(mu, kappa, x) / self._rate_A(mu, kappa, x, 0.0),
-                        A0, A, epsabs=0, epsrel=1e-12, limit=200)[0]
-        return ell0 * math.exp(exponent)
-
-    # -- slow manifold (square) ---------------------------------------------------------
-    def T_of_ell(self, mu: float, kappa: float, A0: float, ell0: float, ell: float) -> float:
-        """``T(ell)`` along stages 2-3."""
-        return float(self._T(mu, kappa, A0, ell0, ell))
-
-    def L_star(self, ell: float) -> float:
-        return float(self._L_star(ell))
-
-    def A_star(self, theta: float) -> float:
-        return float(self._A_star(theta))
-
-    def ell_of_L(self, L: float) -> float:
-        """The ``ell`` at which the slow manifold's loss is ``L``."""
-        return brentq(lambda x: math.log(self.L_star(x)) - math.log(L), 1e-9, 300, xtol=1e-14)
-
-    def ell_of_t(self, mu, kappa, A0, ell0, t: float) -> float:
-        """``T^{-1}(t)`` by bisection on ``ell`` (``T`` increases)."""
-        hi = 1.0
-        while self.T_of_ell(mu, kappa, A0, ell0, hi) < t:
-            hi *= 2
-        return brentq(lambda x: self.T_of_ell(mu, kappa, A0, ell0, x) - t, 1e-300, hi,
-                      xtol=1e-13, rtol=1e-13)
-
-    def slopes(self, mu: float, kappa: float) -> tuple[float, float]:
-        """``(dT2/d ln(1/sigma_att), dT2/d ln(1/sigma))``."""
-        return tuple(float(f(mu, kappa)) for f in self._slopes)
-
-    # -- Algorithm 1 --------------------------------------------------------------------
-    def stage_I(self, mu, kappa, A0, ell0, A_I) -> float:
-        """Neurons only, attention frozen at ``ell0``: time from ``A0`` to ``A_I``."""
-        return quad(lambda x: 1 / self._rate_A(mu, kappa, x, ell0), A0, A_I,
-                    epsabs=0, epsrel=1e-12, limit=200)[0]
-
-    def stage_II(self, mu, kappa, ell0, A_I, theta_II) -> float:
-        """Attention only, neurons frozen at ``A_I``: time from ``ell0`` to ``theta_II``."""
-        ell_II = 2 * math.atanh(theta_II)
-        return quad(lambda x: 1 / (x * self._rate_ell(mu, kappa, A_I, x) / x), ell0, ell_II,
-                    epsabs=0, epsrel=1e-12, limit=400, points=[1e-3, 1e-2, 1e-1])[0]
-
-
 def _slopes(T_of_ell: sp.Expr, mu: sp.Symbol, kappa: sp.Symbol, A0: sp.Symbol, ell0: sp.Symbol,
             ell: sp.Symbol) -> tuple[sp.Expr, sp.Expr]:
     """``dT2/d ln(1/sigma_att)`` and ``dT2/d ln(1/sigma)`` from ``ell0 ~ sigma_att^2``,
@@ -228,17 +157,3 @@ def _slopes(T_of_ell: sp.Expr, mu: sp.Symbol, kappa: sp.Symbol, A0: sp.Symbol, e
     by_att = sp.simplify(-sp.diff(T2, s_att) * s_att)
     by_sigma = sp.simplify(sp.limit(-sp.diff(T2, s) * s, s, 0))
     return by_att, by_sigma
-
-
-@cache
-def predictor(loss: str) -> Predictor:
-    """Float predictions of ``loss`` (derived once per process).
-
-    Examples
-    --------
-    >>> p = predictor("square")  # doctest: +SKIP
-    >>> A0 = 1e-4 / (2 * math.sqrt(2))
-    >>> round(p.T1(1.0, 0.5, A0, 0.5), 4)  # doctest: +SKIP
-    28.9915
-    """
-    return Predictor(closed_forms(loss))

@@ -11,23 +11,24 @@ Two questions, one function each:
 
 Results are plain JSON-serialisable dicts (non-finite floats become ``None``, or
 the strings ``"inf"``/``"-inf"``); :func:`format_markdown` renders them.
+:func:`sgd_overlay` is the exact-softmax curve of the ``closures`` figure.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from reduced_odes.author import process_pool, t_interval, versions
+
+from ._common import cell, json_safe, ratio, reduced_run
 from .sgd import SGDConfig, simulate_sgd
 
-__all__ = ["compare_closures", "format_markdown", "sgd_overlay", "t_interval", "validate_simulator"]
+__all__ = ["compare_closures", "format_markdown", "sgd_overlay", "validate_simulator"]
 
 PHASES = ("T_I", "T_II", "T_em", "T_III")
 STATE = ("w_v1", "p", "w_v2", "w_kq")
@@ -36,81 +37,13 @@ STATE = ("w_v1", "p", "w_v2", "w_kq")
 # --------------------------------------------------------------------------- #
 # Small helpers
 # --------------------------------------------------------------------------- #
-def t_interval(values: Iterable[float], confidence: float = 0.95) -> dict[str, Any]:
-    """Mean and two-sided Student-t confidence interval of the finite values.
-
-    Parameters
-    ----------
-    values : iterable of float
-        One value per seed; non-finite values (phase not reached) are counted
-        in ``n_missing`` and left out.
-    confidence : float
-        Coverage of the interval, in (0, 1).
-
-    Returns
-    -------
-    dict
-        ``mean, sd, n, n_missing, lo, hi`` (``lo = hi = mean`` when ``n == 1``
-        is impossible to bound: then they are ``nan``).
-
-    Examples
-    --------
-    >>> r = t_interval([1.0, 2.0, 3.0])
-    >>> r["mean"], round(r["hi"] - r["mean"], 4)
-    (2.0, 2.4841)
-    """
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence={confidence!r} is invalid: it must lie in (0, 1)")
-    v = np.asarray(list(values), dtype=float)
-    ok = v[np.isfinite(v)]
-    n = int(ok.size)
-    out = {"mean": math.nan, "sd": math.nan, "n": n, "n_missing": int(v.size - n),
-           "lo": math.nan, "hi": math.nan}
-    if n == 0:
-        return out
-    out["mean"] = float(ok.mean())
-    if n >= 2:
-        sd = float(ok.std(ddof=1))
-        half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
-        out.update(sd=sd, lo=out["mean"] - half, hi=out["mean"] + half)
-    return out
-
-
-def _json(value: Any) -> Any:
-    """Recursively convert numpy types and non-finite floats to JSON-safe values."""
-    if isinstance(value, dict):
-        return {str(k): _json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [_json(v) for v in value.tolist()]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return value
-
-
 def _map(fn: Callable, items: Sequence, workers: int) -> list:
     """``[fn(i) for i in items]``, in a process pool when ``workers > 1``."""
     if workers <= 1 or len(items) <= 1:
         return [fn(i) for i in items]
-    from ..._sweep import process_pool
-
     with process_pool(workers, len(items)) as pool:
         return list(pool.map(fn, items))
 
-
-@lru_cache(maxsize=256)
-def _ode(L: int, alpha: float, wstar: float, sigma: float, closure: str):
-    """The reduced-ODE trajectory, or the error message if the solver fails."""
-    from ..._integrate import solve  # the ODE side; imported lazily
-    from .params import ModelParams
-
-    try:
-        return solve(ModelParams(L=L, alpha=alpha, wstar=wstar, sigma=sigma), closure)
-    except Exception as exc:  # reported in the results, never hidden
-        return f"{type(exc).__name__}: {exc}"
 
 
 def _ode_state(traj, t: np.ndarray) -> np.ndarray:
@@ -211,7 +144,7 @@ def validate_simulator(*, L: int = 10, alpha: float = 0.5, wstar: float = 0.2,
         raise ValueError(f"settings={settings!r} is invalid: give at least two (eta, batch)")
     if closure not in ("linear", "meanfield"):
         raise ValueError(f"closure={closure!r} is invalid: use 'linear' or 'meanfield'")
-    ode = _ode(L, alpha, wstar, sigma, closure)
+    ode = reduced_run(L, alpha, wstar, sigma, closure)
     if isinstance(ode, str):
         raise RuntimeError(f"the {closure} ODE failed: {ode}")
     t_max = t_factor * ode.phases["T_III"]
@@ -256,7 +189,7 @@ def validate_simulator(*, L: int = 10, alpha: float = 0.5, wstar: float = 0.2,
         "T_em_covered": bool(fine["n_missing"] == 0
                              and fine["lo"] <= ode.phases["T_em"] <= fine["hi"]),
     }
-    return _json(result)
+    return json_safe(result)
 
 
 # --------------------------------------------------------------------------- #
@@ -273,10 +206,6 @@ def _ode_summary(traj) -> dict[str, Any]:
         return {"error": traj}
     ph = dict(traj.phases)
     return {"phases": ph, "window": ph["T_III"] - ph["T_II"]}
-
-
-def _ratio(a: float, b: float) -> float:
-    return a / b if (math.isfinite(a) and math.isfinite(b) and b != 0) else math.nan
 
 
 def compare_closures(quick: bool = True, *, alpha: float = 0.5, n_seeds: int | None = None,
@@ -356,7 +285,7 @@ def compare_closures(quick: bool = True, *, alpha: float = 0.5, n_seeds: int | N
 
     def horizon(L, s, w):
         ends = [max(traj.phases["T_I"], traj.phases["T_III"]) for c in ("linear", "meanfield")
-                if not isinstance(traj := _ode(L, alpha, w, s, c), str)]
+                if not isinstance(traj := reduced_run(L, alpha, w, s, c), str)]
         return t_factor * max(ends) if ends else None
 
     def cfg(L, s, w, mode, seed, t_max):
@@ -383,7 +312,7 @@ def compare_closures(quick: bool = True, *, alpha: float = 0.5, n_seeds: int | N
             for pt in points]
     modes = [_modes_row(pt, {m: runs.get((pt, m), []) for m in ("stage2", "layerwise", "joint")},
                         confidence) for pt in mode_points]
-    return _json({
+    return json_safe({
         "kind": "comparison",
         "setup": {"alpha": alpha, "n_seeds": n_seeds, "eta": eta, "batch": batch,
                   "attention": "exact", "t_factor": t_factor, "stage1_time": stage1_time,
@@ -397,7 +326,7 @@ def compare_closures(quick: bool = True, *, alpha: float = 0.5, n_seeds: int | N
 def _closure_row(pt: tuple, alpha: float, block: list, confidence: float) -> dict[str, Any]:
     L, s, w = pt
     row: dict[str, Any] = {"L": L, "sigma": s, "wstar": w, "alpha": alpha}
-    odes = {c: _ode_summary(_ode(L, alpha, w, s, c)) for c in ("linear", "meanfield")}
+    odes = {c: _ode_summary(reduced_run(L, alpha, w, s, c)) for c in ("linear", "meanfield")}
     row["ode"] = odes
     if not block:
         row["error"] = "no SGD run: both ODEs failed, so no horizon"
@@ -415,7 +344,7 @@ def _closure_row(pt: tuple, alpha: float, block: list, confidence: float) -> dic
                     "target": {"w_v1": alpha, "p": math.inf, "w_v2": 1 - alpha, "w_kq": w}}
     for key, name in (("T_em", "T_em"), ("T_I", "T_I"), ("window", "window")):
         row[f"ratio_{key}"] = {
-            c: (_ratio(o["phases"][name] if name != "window" else o["window"], sgd[key]["mean"])
+            c: (ratio(o["phases"][name] if name != "window" else o["window"], sgd[key]["mean"])
                 if "phases" in o else math.nan)
             for c, o in odes.items()}
     return row
@@ -453,24 +382,12 @@ def _modes_row(pt: tuple, blocks: dict[str, list], confidence: float) -> dict[st
 # --------------------------------------------------------------------------- #
 # Markdown
 # --------------------------------------------------------------------------- #
-def _f(v: Any, digits: int = 4) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, str):
-        return "∞" if v == "inf" else v
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return str(v)
-    return f"{v:.{digits}g}"
-
-
 def _ci(d: dict | None, digits: int = 4) -> str:
     if not d or d.get("mean") is None:
         return "—"
-    txt = _f(d["mean"], digits)
+    txt = cell(d["mean"], digits)
     if d.get("lo") is not None:
-        txt += f" [{_f(d['lo'], digits)}, {_f(d['hi'], digits)}]"
+        txt += f" [{cell(d['lo'], digits)}, {cell(d['hi'], digits)}]"
     if d.get("n_missing"):
         txt += f" ({d['n_missing']} not reached)"
     return txt
@@ -509,8 +426,8 @@ def _md_validation(res: dict) -> str:
         f"### Simulator validation: linear-attention SGD vs the {su['closure']} ODE",
         "",
         f"L={su['L']}, alpha={su['alpha']}, w*={su['wstar']}, sigma={su['sigma']}, "
-        f"{su['n_seeds']} seeds; ODE T_em = {_f(ode['phases']['T_em'])}, "
-        f"compared up to t = {_f(ode['t_max'])}.",
+        f"{su['n_seeds']} seeds; ODE T_em = {cell(ode['phases']['T_em'])}, "
+        f"compared up to t = {cell(ode['t_max'])}.",
         "",
         "| eta | batch | distance (mean [95% CI]) | w_v1 | p | w_v2 | w_kq/w* "
         "| T_em (mean [95% CI]) | CPU s |",
@@ -519,14 +436,14 @@ def _md_validation(res: dict) -> str:
     for r in res["settings"]:
         c = r["distance_by_coordinate"]
         lines.append(
-            f"| {_f(r['eta'])} | {r['batch']} | {_ci(r['distance_interval'], 3)} "
-            f"| {_f(c['w_v1'], 3)} | {_f(c['p'], 3)} | {_f(c['w_v2'], 3)} "
-            f"| {_f(c['w_kq/wstar'], 3)} | {_ci(r['T_em'], 5)} | {_f(r['wall_time_s'], 3)} |")
+            f"| {cell(r['eta'])} | {r['batch']} | {_ci(r['distance_interval'], 3)} "
+            f"| {cell(c['w_v1'], 3)} | {cell(c['p'], 3)} | {cell(c['w_v2'], 3)} "
+            f"| {cell(c['w_kq/wstar'], 3)} | {_ci(r['T_em'], 5)} | {cell(r['wall_time_s'], 3)} |")
     lines += ["",
               f"Distance ratios (coarse/fine): "
-              f"{', '.join(_f(x, 3) for x in res['distance_ratios'])}; "
-              f"shrinks: {_f(res['distance_shrinks'])}; finest T_em interval contains the "
-              f"ODE T_em: {_f(res['T_em_covered'])}."]
+              f"{', '.join(cell(x, 3) for x in res['distance_ratios'])}; "
+              f"shrinks: {cell(res['distance_shrinks'])}; finest T_em interval contains the "
+              f"ODE T_em: {cell(res['T_em_covered'])}."]
     return "\n".join(lines)
 
 
@@ -550,18 +467,18 @@ def _md_comparison(res: dict) -> str:
         def ode_val(c, key, o=o):
             if "phases" not in o[c]:
                 return "error"
-            return _f(o[c]["window"] if key == "window" else o[c]["phases"][key])
+            return cell(o[c]["window"] if key == "window" else o[c]["phases"][key])
 
         lines.append(
-            f"| {r['L']} | {_f(r['sigma'])} | {_f(r['wstar'])} | {_ci(sgd.get('T_I'))} "
+            f"| {r['L']} | {cell(r['sigma'])} | {cell(r['wstar'])} | {_ci(sgd.get('T_I'))} "
             f"| {_ci(sgd.get('T_em'))} | {ode_val('linear', 'T_em')} "
             f"| {ode_val('meanfield', 'T_em')} "
-            f"| {_f(r.get('ratio_T_em', {}).get('linear'), 3)} "
-            f"| {_f(r.get('ratio_T_em', {}).get('meanfield'), 3)} "
+            f"| {cell(r.get('ratio_T_em', {}).get('linear'), 3)} "
+            f"| {cell(r.get('ratio_T_em', {}).get('meanfield'), 3)} "
             f"| {_ci(sgd.get('window'))} | {ode_val('linear', 'window')} "
             f"| {ode_val('meanfield', 'window')} "
-            f"| {_f(r.get('ratio_window', {}).get('linear'), 3)} "
-            f"| {_f(r.get('ratio_window', {}).get('meanfield'), 3)} |")
+            f"| {cell(r.get('ratio_window', {}).get('linear'), 3)} "
+            f"| {cell(r.get('ratio_window', {}).get('meanfield'), 3)} |")
     lines += ["", "End point of exact training (seed means) vs the fixed point "
               "(alpha, ∞, 1-alpha, w*):", "",
               "| L | sigma | w* | t | w_v1 | p | w_v2 | w_kq |",
@@ -570,13 +487,14 @@ def _md_comparison(res: dict) -> str:
         if "final" not in r:
             continue
         m, tg = r["final"]["sgd_mean"], r["final"]["target"]
-        lines.append(f"| {r['L']} | {_f(r['sigma'])} | {_f(r['wstar'])} | {_f(r['final']['t'])} "
-                     + " ".join(f"| {_f(m[k])} ({_f(tg[k])})" for k in STATE) + " |")
+        lines.append(f"| {r['L']} | {cell(r['sigma'])} | {cell(r['wstar'])} "
+                     f"| {cell(r['final']['t'])} "
+                     + " ".join(f"| {cell(m[k])} ({cell(tg[k])})" for k in STATE) + " |")
     errors = [(r["L"], r["sigma"], r["wstar"], c, o[c]["error"]) for r in res["rows"]
               for o in [r["ode"]] for c in o if "error" in o[c]]
     if errors:
         lines += ["", "ODE failures:", ""]
-        lines += [f"- L={L}, sigma={_f(s)}, w*={_f(w)}, {c}: {e}" for L, s, w, c, e in errors]
+        lines += [f"- L={L}, sigma={cell(s)}, w*={cell(w)}, {c}: {e}" for L, s, w, c, e in errors]
     if res.get("modes"):
         lines += ["", "Training protocol (exact softmax): stage2 = previous-token layer 1 "
                   "(p1 = ∞); layerwise = Stage I then Stage II; joint = all six at once.", "",
@@ -590,11 +508,11 @@ def _md_comparison(res: dict) -> str:
                     continue
                 ph = rec["phases"]
                 lines.append(
-                    f"| {r['L']} | {_f(r['sigma'])} | {_f(r['wstar'])} | {mode} "
+                    f"| {r['L']} | {cell(r['sigma'])} | {cell(r['wstar'])} | {mode} "
                     + " ".join(f"| {_ci(ph[k])}" for k in PHASES)
-                    + f" | {_f(rec['four_phases'])} ({rec['four_phases_seeds']} seeds) "
+                    + f" | {cell(rec['four_phases'])} ({rec['four_phases_seeds']} seeds) "
                     f"| {_ci(rec.get('T_em_shift')) if mode != 'stage2' else '—'} "
-                    f"| {_f(rec['p1_final_mean'])} | {_f(rec['final_mean']['w_kq'])} |")
+                    f"| {cell(rec['p1_final_mean'])} | {cell(rec['final_mean']['w_kq'])} |")
     return "\n".join(lines)
 
 
@@ -614,10 +532,8 @@ def sgd_overlay(n_seeds: int = 4, eta: float = 0.5, batch: int = 256,
     ``w_kq`` and ``L_IH`` (batch estimates), ``interval`` (pointwise min/max over
     seeds of ``w_kq``) and the SGD settings.
     """
-    from ..._provenance import versions
-
     s = OVERLAY_SETTING
-    horizon = max(_ode_summary(_ode(s["L"], s["alpha"], s["wstar"], s["sigma"], c))
+    horizon = max(_ode_summary(reduced_run(s["L"], s["alpha"], s["wstar"], s["sigma"], c))
                   ["phases"]["T_III"] for c in ("linear", "meanfield"))
     t_max = 1.6 * horizon
     configs = [SGDConfig(L=s["L"], alpha=s["alpha"], wstar=s["wstar"], sigma=s["sigma"],
@@ -627,7 +543,7 @@ def sgd_overlay(n_seeds: int = 4, eta: float = 0.5, batch: int = 256,
     runs = _map(simulate_sgd, configs, workers)
     w_kq = np.array([r.w_kq for r in runs])
     loss_ih = np.array([r.loss_ih for r in runs])
-    return _json({
+    return json_safe({
         "params": s, "label": f"exact softmax SGD ({n_seeds} seeds, eta={eta}, B={batch})",
         "t": runs[0].t, "w_kq": w_kq.mean(0), "L_IH": loss_ih.mean(0),
         "interval": {"w_kq_lo": w_kq.min(0), "w_kq_hi": w_kq.max(0)},
@@ -636,317 +552,3 @@ def sgd_overlay(n_seeds: int = 4, eta: float = 0.5, batch: int = 256,
     })
 
 
-# --------------------------------------------------------------------------- #
-# Population estimator: deterministic ground truth from sample averages
-# --------------------------------------------------------------------------- #
-#: Work per independent sample, in tokens (draws times L): the cost of a sample
-#: is then about the same at every L.  With POPULATION_SAMPLES samples the
-#: standard error of T_em is about 0.1% on the closure-error grid.
-POPULATION_TOKENS = 5_000_000
-POPULATION_SAMPLES = 8
-#: Tokens per vectorised block: about 25 MB of exponentials at 32 nodes, at any L.
-BLOCK_TOKENS = 50_000
-POPULATION_PHASES = ("T_II", "T_em", "T_III", "window")
-
-
-def _closure_block(traj, exact: dict[str, Any]) -> dict[str, Any]:
-    """A closure's phase times (``solve``'s) and its ratios to the exact ones, with intervals."""
-    if isinstance(traj, str):
-        return {"error": traj}
-    block: dict[str, Any] = {k: float(v) for k, v in traj.phases.items()}
-    block["window"] = block["T_III"] - block["T_II"]
-    ratios = {}
-    for name in ("T_em", "window", "T_III"):
-        mean, lo, hi = (exact[name], *exact["intervals"][name])
-        if exact.get("window_is_T_III") and name == "window":
-            continue  # no emergence window to compare: T_II is 0
-        ratios[name] = {"value": _ratio(block[name], mean), "lo": _ratio(block[name], hi),
-                        "hi": _ratio(block[name], lo)}
-    block["ratio_to_exact"] = ratios
-    return block
-
-
-def _population_model(group: dict[str, Any]):
-    from .population import InductionHeadPopulation
-
-    return InductionHeadPopulation(L=int(group["L"]), wstar=float(group["wstar"]),
-                                   alpha=float(group["alpha"]),
-                                   sigmas=tuple(float(s) for s in group["sigmas"]),
-                                   attention=group.get("attention", "exact"))
-
-
-def _sample_options(L: int, tokens: int, samples: int, nodes: int, seed: int) -> dict[str, int]:
-    return {"draws": max(2 * samples, tokens // L), "nodes": nodes,
-            "block": max(1, BLOCK_TOKENS // L), "seed": seed}
-
-
-def population_rows(L: int, wstar: float, alpha: float, sigmas: Sequence[float], *,
-                    tokens: int = POPULATION_TOKENS, samples: int = POPULATION_SAMPLES,
-                    nodes: int = 32, seed: int = 0, executor=None, progress: bool = True,
-                    attention: str = "exact") -> dict[str, Any]:
-    """Exact (population-flow) phase times against both closures, one row per ``sigma``.
-
-    The sample averages do not depend on ``sigma``, so one set of tables serves
-    every ``sigma`` of the list.  ``T_I`` is the closures' (the 4-gram block is
-    closure-independent and has a closed form).
-
-    Parameters
-    ----------
-    L, wstar, alpha : model parameters.
-    sigmas : sequence of float
-        Initialisation scales.
-    tokens : int
-        Draws per sample times ``L``.
-    samples, nodes, seed, executor, progress :
-        See :func:`~.population.population_flow`.
-    attention : {"exact", "linear", "meanfield"}
-        A closure here is a validation run: the answer is that closure's ODE.
-
-    Returns
-    -------
-    dict
-        ``rows`` (``L, sigma, wstar, alpha, exact, linear, meanfield``) and the
-        estimator's diagnostics ``estimator``.
-
-    Examples
-    --------
-    >>> res = population_rows(8, 0.3, 0.5, [0.3], tokens=8000, samples=2, nodes=12,
-    ...                       progress=False)
-    >>> sorted(res["rows"][0])
-    ['L', 'alpha', 'exact', 'linear', 'meanfield', 'sigma', 'wstar']
-    """
-    from .population import population_flow
-
-    group = {"L": L, "wstar": wstar, "alpha": alpha, "sigmas": list(sigmas),
-             "attention": attention}
-    est = population_flow(_population_model(group), samples=samples, executor=executor,
-                          progress=progress, **_sample_options(L, tokens, samples, nodes, seed))
-    return rows_from_estimate(group, est, tokens=tokens)
-
-
-def rows_from_estimate(group: dict[str, Any], est: dict[str, Any], *,
-                       tokens: int) -> dict[str, Any]:
-    """The rows of one set of tables (``group``: ``L, wstar, alpha, sigmas``) from its estimate."""
-    L, alpha, wstar = int(group["L"]), float(group["alpha"]), float(group["wstar"])
-    rows = []
-    for sigma in group["sigmas"]:
-        odes = {c: _ode(L, alpha, wstar, sigma, c) for c in ("linear", "meanfield")}
-        exact: dict[str, Any] = {"intervals": {}}
-        for name in POPULATION_PHASES:
-            ph = est["phases"][f"{sigma:g}/{name}"]
-            exact.update({name: ph["mean"], f"{name}_se": ph["se"]})
-            exact["intervals"][name] = (ph["lo"], ph["hi"])
-        some = next((t for t in odes.values() if not isinstance(t, str)), None)
-        exact["T_I"] = some.phases["T_I"] if some is not None else math.nan
-        exact["window_is_T_III"] = bool(exact["T_II"] == 0.0)
-        rows.append({"L": L, "sigma": sigma, "wstar": wstar, "alpha": alpha, "exact": exact,
-                     **{c: _closure_block(t, exact) for c, t in odes.items()}})
-    diagnostics = {k: est[k] for k in ("interpolation_error", "closure_check", "settings")}
-    return _json({"rows": rows, "estimator": {**diagnostics,
-                                              "attention": group.get("attention", "exact"),
-                                              "tokens": tokens}})
-
-
-def population_sample_task(setting: dict[str, Any]) -> dict[str, Any]:
-    """Sweep task: sample ``setting["sample"]`` of the tables of one ``(L, wstar, alpha)``."""
-    from .population import population_sample
-
-    L = int(setting["L"])
-    options = _sample_options(L, int(setting["tokens"]), int(setting["samples"]),
-                              int(setting["nodes"]), int(setting["seed"]))
-    return _json(population_sample(_population_model(setting), int(setting["sample"]),
-                                   **options))
-
-
-def group_by_tables(settings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Group ``(L, sigma, wstar, alpha)`` settings into one task per set of tables.
-
-    Examples
-    --------
-    >>> group_by_tables([{"L": 20, "sigma": s, "wstar": 0.3, "alpha": 0.5} for s in (0.1, 0.01)])
-    [{'L': 20, 'wstar': 0.3, 'alpha': 0.5, 'sigmas': [0.1, 0.01]}]
-    """
-    groups: dict[tuple, dict[str, Any]] = {}
-    for s in settings:
-        key = (s["L"], s["wstar"], s["alpha"])
-        group = groups.setdefault(key, {"L": s["L"], "wstar": s["wstar"], "alpha": s["alpha"],
-                                        "sigmas": []})
-        group["sigmas"].append(s["sigma"])
-    return list(groups.values())
-
-
-def format_population(result: dict[str, Any]) -> str:
-    """Markdown table of a population comparison (``rows`` as from :func:`population_rows`).
-
-    Examples
-    --------
-    >>> format_population({"rows": [], "metadata": {}}).splitlines()[0]
-    '### Exact-softmax population flow vs the reduced ODEs'
-    """
-    lines = ["### Exact-softmax population flow vs the reduced ODEs", "",
-             "Exact: mean ± standard error over independent samples; ratios are closure / "
-             "exact with the 95% interval.  † T_II = 0 (w_kq(0) = σ² is already past the "
-             "onset): the window is T_III.", "",
-             "| L | σ | w* | exact T_em | lin/exact T_em | mf/exact T_em | exact window "
-             "| lin/exact window | mf/exact window |", "|---|---|---|---|---|---|---|---|---|"]
-
-    def ratio(block: dict, name: str) -> str:
-        r = block.get("ratio_to_exact", {}).get(name)
-        return "—" if r is None else f"{_f(r['value'], 4)} [{_f(r['lo'], 4)}, {_f(r['hi'], 4)}]"
-
-    for r in result["rows"]:
-        ex = r["exact"]
-        mark = " †" if ex.get("window_is_T_III") else ""
-        lines.append(f"| {r['L']} | {_f(r['sigma'])} | {_f(r['wstar'])} "
-                     f"| {_f(ex['T_em'], 6)} ± {_f(ex['T_em_se'], 2)} "
-                     f"| {ratio(r['linear'], 'T_em')} | {ratio(r['meanfield'], 'T_em')} "
-                     f"| {_f(ex['window'], 5)}{mark} | {ratio(r['linear'], 'window')} "
-                     f"| {ratio(r['meanfield'], 'window')} |")
-    return "\n".join(lines)
-
-
-def check_compare_request(*, out: str, estimator: str, L, sigma, wstar, alpha,
-                          grid: str | None, tokens: int = POPULATION_TOKENS,
-                          samples: int = POPULATION_SAMPLES) -> list[dict[str, Any]]:
-    """Validate every input of ``compare`` before any work; the settings to run.
-
-    Raises :class:`~reduced_odes.ParameterError` (one line) on a bad output
-    directory, estimator, parameter or grid file.
-
-    Examples
-    --------
-    >>> check_compare_request(out="results", estimator="population", L=20, sigma=0.1,
-    ...                       wstar=0.3, alpha=0.5, grid=None)
-    [{'L': 20, 'sigma': 0.1, 'wstar': 0.3, 'alpha': 0.5}]
-    """
-    import os
-    from pathlib import Path
-
-    from ..._params import ParameterError
-    from .params import ModelParams
-
-    if estimator not in ("population", "sgd"):
-        raise ParameterError(f"estimator={estimator!r}; allowed: population, sgd")
-    if not 10_000 <= tokens <= 10**10:
-        raise ParameterError(f"tokens={tokens!r} is out of range; allowed: an integer in "
-                             "[10000, 1e10]")
-    if not 2 <= samples <= 1000:
-        raise ParameterError(f"samples={samples!r} is out of range; allowed: an integer in "
-                             "[2, 1000] (error bars need at least 2)")
-    target = Path(out)
-    if target.exists() and not target.is_dir():
-        raise ParameterError(f"out={out!r} is not a directory")
-    parent = target
-    while not parent.exists():
-        parent = parent.parent
-    if not os.access(parent, os.W_OK):
-        raise ParameterError(f"out={out!r} is not writable")
-    if grid is None:
-        settings = [{"L": L, "sigma": sigma, "wstar": wstar, "alpha": alpha}]
-    else:
-        from ..._sweep import load_grid
-
-        try:
-            settings = load_grid(grid)
-        except (OSError, ValueError) as exc:
-            raise ParameterError(f"grid={grid!r}: {exc}".splitlines()[0]) from None
-        for s in settings:
-            if unknown := sorted(set(s) - {"L", "sigma", "wstar", "alpha"}):
-                raise ParameterError(f"grid={grid!r}: unknown parameter(s) {unknown}; "
-                                     "allowed: L, sigma, wstar, alpha")
-            s.setdefault("alpha", alpha)
-            s.setdefault("L", L), s.setdefault("sigma", sigma), s.setdefault("wstar", wstar)
-    for s in settings:
-        ModelParams(**s)  # raises ParameterError naming the parameter and its range
-    return settings
-
-
-def run_compare(*, quick: bool, out, estimator: str = "population", L: int | None = None,
-                sigma: float | None = None, wstar: float | None = None,
-                alpha: float | None = None, grid: str | None = None,
-                tokens: int | None = None, samples: int | None = None,
-                executor: cf.Executor | None = None, workers: int | None = None
-                ) -> dict[str, Any]:
-    """The ``compare`` command: validate everything, then run the chosen estimator.
-
-    ``population``: one setting (``compare-population.json``) or, with
-    ``grid``, every setting through the resumable sweep engine, one task per
-    independent sample (``compare-grid.jsonl`` then ``compare-grid.json``),
-    all in ``out``.  ``sgd``: :func:`compare_closures` on the preset grid, or
-    on the one setting given.  ``executor`` (e.g. a dask cluster's) runs the
-    work; by default a local process pool of ``workers``.
-    """
-    from pathlib import Path
-
-    from ..._provenance import versions
-    from ..._results import write_json
-    from ..._sweep import process_pool
-
-    given = {"L": L, "sigma": sigma, "wstar": wstar}
-    defaults = {"L": 20, "sigma": 0.1, "wstar": 0.3}
-    filled = {k: defaults[k] if v is None else v for k, v in given.items()}
-    alpha = 0.5 if alpha is None else alpha
-    tokens = (POPULATION_TOKENS // (8 if quick else 1)) if tokens is None else tokens
-    samples = POPULATION_SAMPLES if samples is None else samples
-    settings = check_compare_request(out=str(out), estimator=estimator, alpha=alpha, grid=grid,
-                                     tokens=tokens, samples=samples, **filled)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if estimator == "sgd":
-        one = grid is None and any(v is not None for v in given.values())
-        points = {k: tuple(dict.fromkeys(s[k] for s in settings)) for k in ("L", "sigma", "wstar")}
-        result = compare_closures(quick=quick, alpha=alpha, workers=workers or 2,
-                                  **({"grid": points, "modes_at": ()} if one or grid else {}))
-        write_json(out / f"compare-{'quick' if quick else 'full'}.json",
-                   {**result, "versions": versions()})
-        if not (one or grid):
-            write_json(out / "compare-overlay.json", sgd_overlay())
-        return result
-    options = {"tokens": tokens, "samples": samples, "nodes": 32, "seed": 0}
-    groups = group_by_tables(settings)
-    start = time.perf_counter()
-    if grid is None:
-        pool = executor or process_pool(workers, samples)
-        try:
-            runs = [population_rows(g["L"], g["wstar"], g["alpha"], g["sigmas"], executor=pool,
-                                    **options) for g in groups]
-        finally:
-            if executor is None:
-                pool.shutdown()
-        name = "compare-population.json"
-    else:
-        runs = _population_sweep(groups, options, out / "compare-grid.jsonl", executor, workers)
-        name = "compare-grid.json"
-    result = {"rows": [row for run in runs for row in run["rows"]],
-              "metadata": {"estimator": "population", "tokens_per_sample": tokens,
-                           "samples": samples, "tables": [run["estimator"] for run in runs],
-                           "wall_time_s": time.perf_counter() - start, "versions": versions()}}
-    write_json(out / name, result)
-    return _json(result)
-
-
-def _population_sweep(groups: list[dict[str, Any]], options: dict[str, Any], path,
-                      executor: cf.Executor | None, workers: int | None) -> list[dict[str, Any]]:
-    """Every sample of every group through the resumable sweep engine; the groups' rows."""
-    from ..._provenance import versions
-    from ..._sweep import read_results, run_sweep
-    from .population import population_settings, summarize_samples
-
-    tasks = [{**group, **options, "sample": k} for group in groups
-             for k in range(options["samples"])]
-    report = run_sweep(tasks, population_sample_task, path, executor=executor,
-                       max_workers=None if executor is not None else workers, progress=True,
-                       metadata={"versions": versions()})
-    if report.failed:
-        errors = [r["error"] for r in read_results(path) if "error" in r]
-        raise RuntimeError(f"{report.failed} grid task(s) failed; first: {errors[0]}")
-    runs, samples = [], options["samples"]
-    for i, group in enumerate(groups):
-        mine = report.records[i * samples:(i + 1) * samples]  # run_sweep keeps the order
-        est = summarize_samples([record["result"] for record in mine])
-        est["settings"] = population_settings(
-            _population_model(group), samples,
-            **_sample_options(int(group["L"]), options["tokens"], samples, options["nodes"],
-                              options["seed"]))
-        runs.append(rows_from_estimate(group, est, tokens=options["tokens"]))
-    return runs

@@ -13,8 +13,15 @@ from functools import cache
 
 import sympy as sp
 
-from ..._contract import DerivationError
-from ..._symbolic import CoordinateChange, Derivation, assert_same, gradient_flow, log_coordinate
+from reduced_odes.author import (
+    CoordinateChange,
+    Derivation,
+    DerivationError,
+    assert_same,
+    gradient_flow,
+    log_coordinate,
+)
+
 from .reduction import reduce_model
 
 __all__ = ["derivation"]

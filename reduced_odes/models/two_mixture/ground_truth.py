@@ -63,7 +63,7 @@ def reduced_reference(net, loss: str, params: TwoMixtureParams, t_max: float) ->
     >>> ref["t"].size, bool(abs(ref["alignment"][0] - 0.25) < 0.2)  # doctest: +SKIP
     (401, True)
     """
-    from ... import SolverConfig, solve
+    from reduced_odes import SolverConfig, solve
 
     start = moments(net)
     traj = solve(params, loss, SolverConfig(t_end=t_max),
@@ -107,7 +107,7 @@ def _verdict(errors: dict, method: str) -> bool:
 @cache
 def _mean_field_phases(loss: str) -> dict:
     """``T1``, ``T2`` of the reduced flow from the m -> infinity moments of the random init."""
-    from ... import solve
+    from reduced_odes import solve
 
     return solve(SETTING, loss).phases
 
@@ -184,8 +184,7 @@ def compare(quick: bool = True, out=None) -> dict:
     result["passed"] = all(r["passed"] for r in rows) and all(
         o["passed"] for o in result["order"].values())
     if out is not None:
-        from ..._provenance import versions
-        from ..._results import write_json
+        from reduced_odes.author import versions, write_json
 
         name = f"two_mixture-compare-{'quick' if quick else 'full'}.json"
         write_json(f"{out}/{name}", {**result, "versions": versions()})

@@ -19,8 +19,8 @@ from functools import cache
 
 import sympy as sp
 
-from ..._positions import SEQ_LEN
-from ..._symbolic import (
+from reduced_odes.author import (
+    SEQ_LEN,
     Block,
     CoordinateChange,
     Derivation,
@@ -28,6 +28,7 @@ from ..._symbolic import (
     assert_same,
     gradient_flow,
 )
+
 from .declaration import ALPHA, P1, W_K, W_KQ, W_Q, W_V1, W_V2, WSTAR, P
 from .losses import InductionHeadLosses, derive_losses, derive_stage1_loss
 

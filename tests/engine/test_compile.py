@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import reduced_odes.models.induction_head.flow as flow_module
+import reduced_odes.models.induction_head.derivation as flow_module
 from reduced_odes import load_system
 from reduced_odes._positions import SEQ_LEN as L
 from reduced_odes.models.induction_head import derive_flow
 from reduced_odes.models.induction_head.declaration import ALPHA, WSTAR
-from reduced_odes.models.induction_head.flow import LOG_STATE
+from reduced_odes.models.induction_head.derivation import LOG_STATE
 
 
 @pytest.mark.parametrize("closure", ["linear", "meanfield"])

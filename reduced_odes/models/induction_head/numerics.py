@@ -21,9 +21,10 @@ from functools import cache
 
 import sympy as sp
 
-from ..._positions import SEQ_LEN
+from reduced_odes.author import SEQ_LEN
+
 from .declaration import ALPHA, W_KQ, W_V1, W_V2, WSTAR, P
-from .flow import LOG_STATE, derive_flow
+from .derivation import LOG_STATE, derive_flow
 
 __all__ = ["SIGMA", "Predictions", "derive_predictions"]
 
@@ -178,7 +179,7 @@ def derive_predictions(closure: str) -> Predictions:
     >>> pred.expressions["lambda"]
     2*w_star*(alpha - 1)**2/(L - 2)
     """
-    from ..._compile import cached_symbolic
+    from reduced_odes.author import cached_symbolic
 
     def derive() -> dict:
         pred = _derive(closure)

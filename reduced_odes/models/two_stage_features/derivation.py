@@ -12,9 +12,9 @@ from functools import cache
 
 import sympy as sp
 
-from ..._contract import DerivationError
-from ..._symbolic import (
+from reduced_odes.author import (
     Derivation,
+    DerivationError,
     Identity,
     assert_conserved,
     assert_same,
@@ -23,6 +23,7 @@ from ..._symbolic import (
     mixture_expectation,
     relu,
 )
+
 from .mixture import block_losses
 
 __all__ = ["Reduction", "SYMBOLS", "derivation", "reduction", "pullback_metric"]

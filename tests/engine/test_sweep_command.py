@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from reduced_odes import solve
-from reduced_odes.models.induction_head import ModelParams
 from reduced_odes._sweep import load_grid, read_results, run_sweep
 from reduced_odes._sweep_command import solve_setting
+from reduced_odes.models.induction_head import ModelParams
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,0 +1,114 @@
+"""Everything a model author uses: the contract, parameters, symbolic helpers, claims, figures.
+
+A model, built-in or a user's, imports only :mod:`reduced_odes` (to run
+things: :func:`~reduced_odes.solve`, :class:`~reduced_odes.SolverConfig`,
+:func:`~reduced_odes.load_system`, ...) and this module (to write one).  The
+built-in models under :mod:`reduced_odes.models` import nothing else of the
+engine, so a user's model can do everything a built-in one does.
+
+Every name is imported on first use, as in :mod:`reduced_odes`: importing this
+module costs nothing, and a model that imports its contract names from here at
+module level still never imports SymPy on a warm ``solve`` (the symbolic
+helpers load SymPy when a derivation first asks for them).
+
+Stability
+---------
+The names in :data:`STABLE` follow semantic versioning from 1.0: within a
+major version they are neither removed nor changed incompatibly (a name to be
+removed is first deprecated for a minor release).  That covers the model
+contract (:class:`Model`, its numbered hooks and their signatures), the
+parameters, the symbolic helpers and the verdict rows.  The names in
+:data:`PROVISIONAL` (the sweep, I/O, progress and figure helpers the built-in
+models share) are public and documented, but may change in a minor release,
+with a note in the changelog; pin the minor version if you depend on them.
+
+Order parameters of trained weights follow a gradient flow under the
+pull-back mobility (:func:`pullback_mobility`, :func:`declare_order_parameters`),
+terms that are no gradient are :class:`Drift` terms, and the activations'
+Gaussian expectations (:func:`activation`, ``gaussian_expectation(...,
+covariance=...)``) are derived; :func:`online_sgd_reduction` puts them together
+for teacher–student online learning.
+
+Examples
+--------
+>>> from reduced_odes import get_model
+>>> from reduced_odes.author import Crossing, Model
+>>> Crossing("T_half", "u", 0.5).level
+0.5
+>>> isinstance(get_model("deep_linear"), Model)
+True
+>>> "Model" in STABLE and "run_sweep" in PROVISIONAL
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+
+#: Name -> engine module, for the names that follow semantic versioning.
+_STABLE = {
+    # The contract: what a model is and owes the engine.
+    **dict.fromkeys(("Crossing", "DerivationError", "Model", "SettledRule"), "_contract"),
+    # Parameters: declared fields with ranges, and the one error of bad input.
+    **dict.fromkeys(("ParameterError", "Parameters", "Range", "choice", "flag", "integer",
+                     "interval", "parameter", "positive"), "_params"),
+    # The symbolic pipeline: expectations, gradient flows under a metric, asserted identities.
+    **dict.fromkeys(("Block", "CoordinateChange", "Derivation", "Drift", "Identity",
+                     "assert_conserved", "assert_same", "declare_order_parameters",
+                     "gradient_flow", "log_coordinate", "metric_gradient", "mixture_expectation",
+                     "mobility_gradient", "relu"), "_symbolic"),
+    **dict.fromkeys(("GaussianExpectation", "gaussian_expectation"), "_gaussian"),
+    # Activations and their Gaussian expectations; online SGD of teacher-student pairs.
+    **dict.fromkeys(("ACTIVATIONS", "Activation", "activation"), "_activations"),
+    **dict.fromkeys(("OnlineSGD", "online_sgd_reduction", "pullback_mobility"),
+                    "_teacher_student"),
+    # Sums over sequence positions (attention readouts) and their expectations.
+    **dict.fromkeys(("Fixed", "Index", "PositionSum", "SEQ_LEN", "SUM_INDEX", "expect_product",
+                     "expect_product_explicit", "geometric_sum", "token"), "_positions"),
+    # A model's own symbolic results, cached on disk beside its compiled systems.
+    **dict.fromkeys(("cached_symbolic",), "_compile"),
+    # Verdict rows of ``verify``.
+    **dict.fromkeys(("Claim", "informative", "worst"), "_verify"),
+    # Where plug-in models register (``[project.entry-points."reduced_odes.models"]``).
+    **dict.fromkeys(("ENTRY_POINT_GROUP",), "_registry"),
+}
+
+#: Name -> engine module, for the shared helpers that may change in a minor release.
+_PROVISIONAL = {
+    # Running many settings: the resumable sweep, a process pool, progress on stderr.
+    **dict.fromkeys(("load_grid", "process_pool", "read_results", "run_sweep", "setting_key"),
+                    "_sweep"),
+    **dict.fromkeys(("Progress",), "_progress"),
+    **dict.fromkeys(("first_sample_crossing",), "_crossing"),
+    **dict.fromkeys(("t_interval",), "_stats"),
+    # Result files: JSON documents, trajectories, derivation documents, provenance.
+    **dict.fromkeys(("read_json", "trajectory_record", "write_documents", "write_json"),
+                    "_results"),
+    **dict.fromkeys(("versions",), "_provenance"),
+    **dict.fromkeys(("FIGURE_DIGITS", "rounded"), "_reproduce"),
+    # Figures in the house style, with deterministic bytes.
+    **dict.fromkeys(("COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE",
+                     "TIME_LABEL", "as_array", "draw_from_data", "house_style", "log_time_axis",
+                     "log_x", "new_figure", "parse_formats", "render", "save_figure", "sci",
+                     "shade_spans", "stamp"), "_figstyle"),
+}
+
+#: The names under semantic versioning (see the module docstring).
+STABLE = tuple(sorted(_STABLE))
+#: The names that may change in a minor release.
+PROVISIONAL = tuple(sorted(_PROVISIONAL))
+_LAZY = {**_STABLE, **_PROVISIONAL}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # Not cached, as in reduced_odes: a patched engine attribute is always the one read.
+    return getattr(importlib.import_module(f"reduced_odes.{_LAZY[name]}"), name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = sorted([*_LAZY, "PROVISIONAL", "STABLE"])  # noqa: PLE0604

@@ -1,0 +1,111 @@
+"""The :class:`~reduced_odes.author.Model` of the two-mixture model: what is integrated."""
+
+from __future__ import annotations
+
+import math
+
+from reduced_odes.author import Crossing, Model, ParameterError, SettledRule
+
+from .numerics import initial_moments, reduced_loss, square_optimum
+from .params import LOSSES, TwoMixtureParams, initial_theta
+
+__all__ = ["MODEL", "TwoMixture"]
+
+#: Gates (neurons, attention) of the blocks each single flow trains.
+GATES = {"all": (1.0, 1.0), "neurons": (1.0, 0.0), "attention": (0.0, 1.0)}
+
+
+class TwoMixture(Model):
+    """Mean-field two-headed transformer on the two-mixture task: ``(zeta, N, M, q, k)``.
+
+    Examples
+    --------
+    >>> MODEL.variants, MODEL.variant_option
+    (('square', 'logistic'), 'loss')
+    >>> MODEL.initial_state(TwoMixtureParams(), "square")[0]
+    1.0
+    """
+
+    name = "two_mixture"
+    description = ("two-mixture linear classification by a symmetric two-headed transformer "
+                   "(reconstruction of Yang et al. 2025)")
+    Params = TwoMixtureParams
+    variants = LOSSES
+    variant_option = "loss"
+    #: Run on for 100 x the time all three stages were reached: the late-time
+    #: checks of the algebraic convergence go to 100 T2.
+    tail = 100.0
+    hooks = {"derive": ".derivation:derivation", "verify_settings": ".claims",
+             "measure": ".claims", "claims": ".claims", "verify_metadata": ".claims",
+             "export_derivations": ".export", "figures": ".figures:draw_figures",
+             "compare": ".ground_truth", "format_compare": ".ground_truth"}
+
+    def check(self, params: TwoMixtureParams, variant: str) -> None:
+        """Thresholds that the loss makes unreachable raise :class:`ParameterError`."""
+        theta0 = initial_theta(params.kappa, params.sigma_att)
+        if variant == "square":
+            # With the attention at its initial margin, A cannot pass A*(theta0).
+            reachable, _ = square_optimum(theta0)
+            for name in ("A1", "A_I"):
+                value = getattr(params, name)
+                if not value < reachable:
+                    raise ParameterError(f"{name}={value!r} is outside the open interval "
+                                         f"(0, {reachable:.10g}) = (0, A*(theta0)) of the "
+                                         f"square loss")
+        A0 = initial_moments(params)["zeta"] * params.mu / (2 * math.sqrt(2))
+        start = float(reduced_loss(variant, A0, theta0))
+        if not params.L3 < start:
+            raise ParameterError(f"L3={params.L3!r} is outside the open interval "
+                                 f"(0, {start:.10g}) = (0, L(0))")
+        if params.protocol == "algorithm1" and params.train != "all":
+            raise ParameterError(f"train={params.train!r} with protocol='algorithm1', whose "
+                                 f"stages choose the trained block; allowed: train=all")
+
+    def integrate(self, params: TwoMixtureParams, variant: str, solver, thresholds, initial):
+        """Algorithm 1 as one stitched trajectory of its three stages; None for the joint flow."""
+        if params.protocol != "algorithm1":
+            return None
+        from .algorithm1 import run_algorithm1
+
+        return run_algorithm1(params, variant, solver, initial)
+
+    def parameter_values(self, params: TwoMixtureParams, variant: str) -> tuple[float, ...]:
+        return (params.mu, params.kappa, params.sigma, *GATES[params.train])
+
+    def initial_state(self, params: TwoMixtureParams, variant: str) -> list[float]:
+        m = initial_moments(params)
+        return [m["zeta"] / params.sigma**2, math.log(m["N"]), math.log(m["M"]),
+                math.log(m["q"]), math.log(m["k"])]
+
+    def phases(self, params, variant, initial, thresholds) -> list[Crossing]:
+        return [Crossing("T1", "A", params.A1), Crossing("T2", "theta", params.theta2),
+                Crossing("T3", "loss", params.L3, direction=-1),
+                Crossing("T_AI", "A", params.A_I), Crossing("T_thetaII", "theta", params.theta_II)]
+
+    def settled(self, params: TwoMixtureParams, variant: str) -> SettledRule:
+        """``<= 0`` once the stages that ``params.train`` trains have ended: all of T1, T2
+        and T3 (``A >= A1``, ``theta >= theta2``, ``loss <= L3``), or, for a single block,
+        its own Algorithm 1 stage (``A >= A_I`` or ``theta >= theta_II``).  Constants switch
+        the terms on and off, so the expression is one for every setting."""
+        levels = {"all": (params.A1, params.theta2, params.L3),
+                  "neurons": (params.A_I, None, None),
+                  "attention": (None, params.theta_II, None)}[params.train]
+        names = ("A_level", "theta_level", "loss_level")
+        constants = {name: 0.0 if level is None else float(level)
+                     for name, level in zip(names, levels, strict=True)}
+        constants.update({f"{name}_on": float(level is not None)
+                          for name, level in zip(("A", "theta", "loss"), levels, strict=True)})
+        return SettledRule(
+            "max(A_level - A if A_on > 0 else -math.inf, "
+            "theta_level - theta if theta_on > 0 else -math.inf, "
+            "loss - loss_level if loss_on > 0 else -math.inf)", constants)
+
+    def horizon(self, params: TwoMixtureParams, variant: str) -> float:
+        # The stage times scale as ln(1/A0)/lambda1 + (4/kappa) ln(1/ell0).
+        rate = params.mu / (2 * math.sqrt(2))
+        A0 = params.mu * params.sigma**2 / (2 * math.sqrt(2))
+        ell0 = params.kappa * params.sigma_att**2
+        return 2 * (math.log(1 / A0) / rate + 4 * math.log(1 / ell0) / params.kappa + 10)
+
+
+MODEL = TwoMixture()
