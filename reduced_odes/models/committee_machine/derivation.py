@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from reduced_odes import Derivation, gradient_flow, online_sgd_reduction
+from reduced_odes.author import Derivation, gradient_flow, online_sgd_reduction
 
 __all__ = ["derivation", "specialisation"]
 
@@ -35,7 +35,7 @@ def specialisation(R: sp.Matrix) -> sp.Expr:
     return sp.nsimplify(1 / (min(K, M) * (1 - sp.Rational(1, M)))) * spread
 
 
-def derivation(variant: str, K: int, M: int, finite_eta: bool) -> Derivation:
+def derivation(variant: str, K: int = 2, M: int = 2, finite_eta: bool = False) -> Derivation:
     """The flow of ``(Q, R)`` for ``K`` students and ``M`` teachers with activation ``variant``.
 
     ``finite_eta`` keeps the learning-rate term (a system of its own: at ``eta = 0`` the

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from reduced_odes import Crossing, Model, ParameterError, SettledRule
+from reduced_odes.author import Crossing, Model, ParameterError, SettledRule
 
 from .params import ACTIVATIONS, CommitteeParams, PhaseLevels, initial_overlaps
 
@@ -59,11 +59,6 @@ class CommitteeMachine(Model):
                                  f"four fields of steps and ReLUs) has no closed form; allowed: "
                                  f"eta = 0 (the limit eta -> 0), or K + M <= 3")
 
-    def derive(self, variant: str, *, K: int = 2, M: int = 2, finite_eta: bool = False):
-        from .derivation import derivation
-
-        return derivation(variant, K, M, finite_eta)
-
     def parameter_values(self, params: CommitteeParams, variant: str) -> tuple[float, float]:
         return (float(params.eta), float(params.noise))
 
@@ -98,29 +93,10 @@ class CommitteeMachine(Model):
         # The escape takes about ln(1/asymmetry)/lambda with lambda = O(0.1).
         return 50.0 * (1.0 + math.log(1.0 / params.asymmetry))
 
-    # -- verify ---------------------------------------------------------------------------
+    # -- the commands beyond solve: functions of this package ---------------------------
     grids = ("quick", "default", "full")
-
-    def verify_settings(self, grid: str, variants):
-        from .claims import verify_settings
-
-        return verify_settings(grid, variants)
-
-    def measure(self, setting: dict) -> dict:
-        from .claims import measure
-
-        return measure(setting)
-
-    def claims(self, records, variants):
-        from .claims import claims
-
-        return claims(records, variants)
-
-    def verify_metadata(self) -> dict:
-        from .claims import TOLERANCES
-
-        return {"tolerances": {k: {"tolerance": v, "reason": r}
-                               for k, (v, r) in TOLERANCES.items()}}
+    hooks = {"derive": ".derivation:derivation", "verify_settings": ".claims",
+             "measure": ".claims", "claims": ".claims", "verify_metadata": ".claims"}
 
 
 MODEL = CommitteeMachine()

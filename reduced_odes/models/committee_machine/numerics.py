@@ -18,7 +18,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq, root
 
-from reduced_odes import load_system
+from reduced_odes import get_model, load_system
 
 from .params import CommitteeParams
 
@@ -28,9 +28,8 @@ __all__ = ["FixedPoint", "closed_form_plateau", "largest_learning_rate", "specia
 
 def system_for(params: CommitteeParams, variant: str):
     """The compiled system of ``params``' sizes (and learning-rate term)."""
-    from .model import MODEL
-
-    return load_system(MODEL, variant, structure=MODEL.structure(params))
+    model = get_model("committee_machine")  # by name: the model's module imports this one
+    return load_system(model, variant, structure=model.structure(params))
 
 
 def _args(params: CommitteeParams) -> tuple[float, float]:

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reduced_odes import ParameterError, Parameters, integer, interval, parameter, positive
+from reduced_odes.author import (
+    ParameterError,
+    Parameters,
+    integer,
+    interval,
+    parameter,
+    positive,
+)
 
 __all__ = ["ACTIVATIONS", "CommitteeParams", "PhaseLevels", "initial_overlaps"]
 
