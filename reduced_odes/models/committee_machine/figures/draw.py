@@ -253,13 +253,14 @@ def _example_plateau() -> dict:
 
 def _example_escape() -> dict:
     return {"params": {"K": 2, "M": 2}, "x": [2.0, 4.0, 6.0], "T_escape": [50.0, 80.0, 110.0],
-            "slope": 15.0, "lambda": 1 / 15, "local": {"x": [3.0, 5.0], "slope": [15.0, 15.0]}}
+            "slope": 15.0, "lambda": 1 / 15, "local": {"x": [3.0, 5.0], "slope": [16.0, 15.5]}}
 
 
 def _example_eta() -> dict:
     run = {"eta": 0.5, "eps_p": 0.0146, "series": _example_plateau()["series"]}
     return {"params": {"K": 2, "M": 2, "asymmetry": 1e-6}, "runs": [run],
-            "above": {"eta": 2.5, "factor": 1.1, "series": run["series"]}, "eta_max": 2.3,
+            "above": {"eta": 2.5, "factor": 1.1, "series": run["series"], "eps_end": 0.03},
+            "eta_max": 2.3,
             "curve": {"eta": [0.0, 2.3], "eps_p": [0.0116, 0.08]}}
 
 
