@@ -23,8 +23,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
-from reduced_odes import (Claim, Crossing, Model, Parameters, SettledRule, load_system,
-                          parameter, positive, solve)
+from reduced_odes import (
+    Claim,
+    Crossing,
+    Model,
+    Parameters,
+    SettledRule,
+    load_system,
+    parameter,
+    positive,
+    solve,
+)
 
 
 @dataclass(frozen=True)
@@ -47,8 +56,12 @@ class PhaseRetrieval(Model):
     def derive(self, variant):
         import sympy as sp
 
-        from reduced_odes import (declare_order_parameters, gaussian_expectation,
-                                  gradient_flow, pullback_mobility)
+        from reduced_odes import (
+            declare_order_parameters,
+            gaussian_expectation,
+            gradient_flow,
+            pullback_mobility,
+        )
 
         m, r = declare_order_parameters(sp.symbols("m r", real=True))
         # The fields u = w.x, v = w*.x are Gaussian with covariance [[r, m], [m, 1]].

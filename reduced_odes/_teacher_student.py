@@ -189,7 +189,7 @@ class _Overlaps:
 Factor = tuple[str, tuple[str, int]]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _kernel(activation: str, pattern: tuple[tuple[str, int], ...], size: int) -> sp.Expr:
     """``E[prod f(u_a)]`` over ``size`` centred Gaussians of covariance ``c_a_b``, derived once."""
     g = _activation(activation)

@@ -11,11 +11,18 @@ import pytest
 import sympy as sp
 from scipy.special import erf
 
-from reduced_odes import (DerivationError, ParameterError, gradient_flow, load_system,
-                          online_sgd_reduction)
+from reduced_odes import (
+    DerivationError,
+    ParameterError,
+    gradient_flow,
+    load_system,
+    online_sgd_reduction,
+)
 from reduced_odes.models.committee_machine import MODEL, CommitteeParams
-from reduced_odes.models.committee_machine.numerics import (closed_form_plateau,
-                                                            unspecialised_fixed_point)
+from reduced_odes.models.committee_machine.numerics import (
+    closed_form_plateau,
+    unspecialised_fixed_point,
+)
 
 ACTIVATIONS = {"erf": (lambda u: erf(u / math.sqrt(2)),
                        lambda u: math.sqrt(2 / math.pi) * np.exp(-u**2 / 2)),

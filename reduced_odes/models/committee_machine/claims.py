@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -232,15 +233,15 @@ def _escape_claims(records, plateaus, add) -> None:
     if len(ordered) < 2 or not math.isfinite(lam):
         return
     misses = [_rel(eps_p, _value(r, "plateau")) for _, r in ordered]
-    closer = all(b < a for a, b in zip(misses, misses[1:]))
+    closer = all(b < a for a, b in pairwise(misses))
     add("plateau approached as the asymmetry falls", eps_p, _value(ordered[-1][1], "plateau"),
         misses[-1], "K=M=2, relative miss at a = " + ", ".join(
-            f"{s['asymmetry']:g}: {m:.3g}" for (s, _), m in zip(ordered, misses)),
+            f"{s['asymmetry']:g}: {m:.3g}" for (s, _), m in zip(ordered, misses, strict=True)),
         passed=closer and misses[-1] <= TOLERANCES["plateau approached as the asymmetry "
                                                    "falls"][0])
     points = [(s["asymmetry"], _value(r, "T_escape")) for s, r in ordered]
-    slopes = [(t2 - t1) / math.log(a1 / a2) for (a1, t1), (a2, t2) in zip(points, points[1:])]
-    towards = all(abs(b - 1 / lam) < abs(a - 1 / lam) for a, b in zip(slopes, slopes[1:]))
+    slopes = [(t2 - t1) / math.log(a1 / a2) for (a1, t1), (a2, t2) in pairwise(points)]
+    towards = all(abs(b - 1 / lam) < abs(a - 1 / lam) for a, b in pairwise(slopes))
     error = _rel(1 / lam, slopes[-1])
     add("escape time slope vs 1/lambda", 1 / lam, slopes[-1], error,
         f"K=M=2, lambda={lam:.10g}; local slopes dT/dln(1/a) from a={points[0][0]:g} down: "
@@ -252,10 +253,10 @@ def _eta_claims(records, maxima, add) -> None:
     ordered = sorted((s["eta"], r) for s, r in records)
     heights = [_value(r, "eps_p") for _, r in ordered]
     if len(heights) > 1:
-        rises = all(b > a for a, b in zip(heights, heights[1:]))
+        rises = all(b > a for a, b in pairwise(heights))
         add("plateau rises with eta", heights[0], heights[-1], 0.0 if rises else 1.0,
             "eps_p at eta = " + ", ".join(f"{eta:g}: {h:.6g}" for (eta, _), h in
-                                          zip(ordered, heights)), passed=rises)
+                                          zip(ordered, heights, strict=True)), passed=rises)
     for eta, result in ordered:
         if eta > 0 and result.get("plateau") is not None:
             add("plateau height of a trajectory at eta > 0", _value(result, "eps_p"),
@@ -282,7 +283,7 @@ def _noise_claims(records, add) -> None:
                               f"noise={NOISY['noise']}")
     values = [_value(r, "eps_fixed_point") for _, r in ordered]
     if len(values) > 1:
-        grows = all(b > a for a, b in zip(values, values[1:]))
+        grows = all(b > a for a, b in pairwise(values))
         add("asymptotic eps_g grows with K (K = M, M + 1; noise)", values[0], values[-1],
             0.0 if grows else 1.0, "eps_inf at K = " + ", ".join(
-                f"{K}: {v:.6g}" for (K, _), v in zip(ordered, values)), passed=grows)
+                f"{K}: {v:.6g}" for (K, _), v in zip(ordered, values, strict=True)), passed=grows)

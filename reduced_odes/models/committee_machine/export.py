@@ -17,15 +17,14 @@ from pathlib import Path
 
 import sympy as sp
 
-from reduced_odes import (
+from reduced_odes.author import (
     activation,
     assert_same,
     gaussian_expectation,
     mobility_gradient,
     online_sgd_reduction,
+    write_documents,
 )
-
-from ..._results import write_documents
 
 __all__ = ["KERNELS", "export_derivations", "render_derivations"]
 

@@ -13,7 +13,6 @@ unspecialised fixed point's ``eps_g`` at the same ``eta``, read off the ODE.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from reduced_odes.author import Crossing, Model, ParameterError, SettledRule
 
@@ -97,18 +96,8 @@ class CommitteeMachine(Model):
     # -- the commands beyond solve: functions of this package ---------------------------
     grids = ("quick", "default", "full")
     hooks = {"derive": ".derivation:derivation", "verify_settings": ".claims",
-             "measure": ".claims", "claims": ".claims", "verify_metadata": ".claims"}
-
-    # -- derive, figures ------------------------------------------------------------------
-    def export_derivations(self, directory: Path) -> list[Path]:
-        from .export import export_derivations
-
-        return export_derivations(directory)
-
-    def figures(self, out: Path, data: Path, formats) -> list[Path]:
-        from .figures import draw_figures
-
-        return draw_figures(out, data, formats)
+             "measure": ".claims", "claims": ".claims", "verify_metadata": ".claims",
+             "export_derivations": ".export", "figures": ".figures:draw_figures"}
 
 
 MODEL = CommitteeMachine()

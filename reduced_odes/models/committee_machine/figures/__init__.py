@@ -57,6 +57,6 @@ def draw_figures(out: str | Path, data: str | Path,
     >>> draw_figures("figures/committee_machine",
     ...              "figures/data/committee_machine")  # doctest: +SKIP
     """
-    from ...._figstyle import draw_from_data
+    from reduced_odes.author import draw_from_data
 
     return draw_from_data(FIGURES, out, data, formats, "committee_machine", write_data)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...._reproduce import FIGURE_DIGITS, rounded
-from ...._results import write_json
+from reduced_odes.author import FIGURE_DIGITS, rounded, write_json
+
 from ..params import CommitteeParams
 
 __all__ = ["ASYMMETRIES", "DATA_FILES", "ETAS", "FLOOR", "NOISY", "NOISY_K", "PLATEAU",

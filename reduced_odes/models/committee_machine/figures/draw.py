@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ...._figstyle import (
+from reduced_odes.author import (
     OKABE_ITO,
     SERIES,
     as_array,
