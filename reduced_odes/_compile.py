@@ -38,9 +38,10 @@ from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
 
+from ._io import atomic_write
 from ._version import __version__
 
-__all__ = ["CompiledSystem", "atomic_write", "cache_dir", "cached_symbolic", "load_system"]
+__all__ = ["CompiledSystem", "cache_dir", "cached_symbolic", "load_system"]
 
 #: Bump when the generated code changes shape, to invalidate old cache entries.
 CODEGEN_VERSION = "5"
@@ -225,23 +226,6 @@ def _stat(path: Path) -> tuple[int, ...]:
     return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all (a temporary file, then a rename)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # an ordinary file's mode, not mkstemp's private 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _body_checksum(body: str) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
@@ -260,8 +244,6 @@ def _load_module(path: Path):
     except (OSError, ValueError, SyntaxError, ImportError, AttributeError, NameError):
         return None
 
-
-_atomic_write = atomic_write
 
 
 def _system_from_module(module, path: Path) -> CompiledSystem:

@@ -6,9 +6,7 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
-
-from ._compile import atomic_write as _atomic_write
+from ._io import atomic_write, json_safe
 
 __all__ = ["dumps_record", "loads_record", "read_json", "trajectory_record", "write_documents",
            "write_json"]
@@ -16,35 +14,6 @@ __all__ = ["dumps_record", "loads_record", "read_json", "trajectory_record", "wr
 #: Key of a record that lists, by JSON pointer, the values stored as ``null`` and why.
 NULL_REASONS = "null_reasons"
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _clean(value):
-    """JSON-safe copy: arrays to lists, non-finite floats to None."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _clean(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def _strict(value, pointer: str, reasons: dict[str, str]):
-    """JSON-safe copy of ``value``; each non-finite float becomes None, its name in ``reasons``."""
-    if isinstance(value, dict):
-        return {str(k): _strict(v, f"{pointer}/{k}", reasons) for k, v in value.items()}
-    if isinstance(value, list | tuple | np.ndarray):
-        return [_strict(v, f"{pointer}/{i}", reasons) for i, v in enumerate(list(value))]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        reasons[pointer] = json.dumps(value)  # 'NaN', 'Infinity' or '-Infinity'
-        return None
-    return value
 
 
 def dumps_record(record: dict, encoded: dict[str, str] | None = None) -> str:
@@ -75,8 +44,7 @@ def dumps_record(record: dict, encoded: dict[str, str] | None = None) -> str:
         members = ", ".join(f"{json.dumps(k)}: {v}" for k, v in encoded.items())
         return f"{text[:-1]}, {members}}}" if record else f"{{{members}}}"
     reasons: dict[str, str] = {}
-    clean = _strict(record | {k: json.loads(v) for k, v in (encoded or {}).items()}, "",
-                    reasons)
+    clean = json_safe(record | {k: json.loads(v) for k, v in (encoded or {}).items()}, reasons)
     if reasons:
         clean[NULL_REASONS] = reasons
     return json.dumps(clean, allow_nan=False, sort_keys=False)
@@ -116,15 +84,15 @@ def trajectory_record(trajectory) -> dict:
     """
     document = trajectory.to_dict()
     document["series"] = {"t": trajectory.t, **trajectory.series}
-    return _clean(document)
+    return json_safe(document)
 
 
 def write_json(path: str | Path, document: dict) -> Path:
     """Write ``document`` atomically as indented JSON (sorted keys: stable diffs)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, json.dumps(_clean(document), indent=1, sort_keys=True,
-                                   allow_nan=False) + "\n")
+    atomic_write(path, json.dumps(json_safe(document), indent=1, sort_keys=True,
+                                  allow_nan=False) + "\n")
     return path
 
 
@@ -149,6 +117,6 @@ def write_documents(directory: str | Path, documents: dict[str, str]) -> list[Pa
     for name, text in documents.items():
         path = directory / name
         if not (path.exists() and path.read_text(encoding="utf-8") == text):
-            _atomic_write(path, text)
+            atomic_write(path, text)
         paths.append(path)
     return paths

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._io import atomic_write
 from ._params import ParameterError, warn
 from ._progress import Progress
 from ._results import dumps_record, loads_record
@@ -181,8 +182,6 @@ def repair_results(path: str | os.PathLike[str]) -> int:
     >>> repair_results(path)  # doctest: +SKIP
     1
     """
-    from ._compile import atomic_write
-
     path = Path(path)
     if not path.exists():
         return 0

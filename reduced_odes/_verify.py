@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ._io import atomic_write
 from ._params import ParameterError, SolverConfig
 from ._provenance import platform_stamp, source_stamp, versions
 
@@ -165,7 +166,6 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     True
     """
     from ._backend import for_job, prepare
-    from ._compile import atomic_write
     from ._registry import get_model, reference
     from ._results import dumps_record
     from ._sweep import run_sweep

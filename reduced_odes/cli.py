@@ -408,7 +408,7 @@ def _figure_data(committed: Path, fresh: Path, data: Path, grid: str) -> None:
         shutil.copytree(committed, data, dirs_exist_ok=True)
     raw = fresh / f"verify-{grid}.jsonl"
     if raw.exists():
-        from ._compile import atomic_write
+        from ._io import atomic_write
 
         atomic_write(data / raw.name, "".join(dumps_record(rounded(r)) + "\n"
                                               for r in read_results(raw)))

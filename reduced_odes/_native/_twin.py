@@ -29,7 +29,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from .._compile import CompiledSystem, atomic_write
+from .._compile import CompiledSystem
+from .._io import atomic_write
 
 __all__ = ["load_twin", "twin_source"]
 

@@ -372,10 +372,11 @@ def test_a_results_line_is_the_same_with_or_without_the_walk(record):
     """A record of plain finite values is written directly; any other is walked first
     (NumPy values converted, non-finite floats listed): each comes out as the walk writes
     it."""
-    from reduced_odes._results import _strict, dumps_record
+    from reduced_odes._io import json_safe
+    from reduced_odes._results import dumps_record
 
     reasons: dict = {}
-    walked = _strict(record, "", reasons)
+    walked = json_safe(record, reasons)
     if reasons:
         walked["null_reasons"] = reasons
     assert dumps_record(record) == json.dumps(walked, allow_nan=False)

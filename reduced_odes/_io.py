@@ -1,0 +1,74 @@
+"""Files written whole or not at all, and the one JSON-safe encoding of results.
+
+A leaf of the engine (the standard library only): the compiler's cache, the
+result files, the sweep's results lines and the verdicts are all written with
+:func:`atomic_write`, and every JSON document the engine writes goes through
+:func:`json_safe` first.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["atomic_write", "json_safe"]
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (a temporary file, then a rename).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "a.txt"
+    >>> atomic_write(path, "done\\n")
+    >>> path.read_text()
+    'done\\n'
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # an ordinary file's mode, not mkstemp's private 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def json_safe(value: Any, reasons: dict[str, str] | None = None, pointer: str = "") -> Any:
+    """A copy of ``value`` that strict JSON can hold: NumPy arrays and scalars as plain
+    lists and numbers, tuples as lists, keys as strings, each non-finite float as None.
+
+    ``reasons``, if given, receives the JSON pointer of each value made None, with the
+    value's JSON spelling (``'NaN'``, ``'Infinity'`` or ``'-Infinity'``); ``pointer`` is
+    ``value``'s own.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> reasons = {}
+    >>> json_safe({"t": np.array([1.0, np.inf]), 2: (np.int64(3), float("nan"))}, reasons)
+    {'t': [1.0, None], '2': [3, None]}
+    >>> reasons
+    {'/t/1': 'Infinity', '/2/1': 'NaN'}
+    """
+    if isinstance(value, dict):
+        return {str(k): json_safe(v, reasons, f"{pointer}/{k}") for k, v in value.items()}
+    if hasattr(value, "tolist") and not isinstance(value, list | tuple | str):
+        value = value.tolist()  # a NumPy array (nested lists) or scalar (a plain number)
+    if isinstance(value, list | tuple):
+        return [json_safe(v, reasons, f"{pointer}/{i}") for i, v in enumerate(value)]
+    if isinstance(value, float) and not math.isfinite(value):
+        if reasons is not None:
+            reasons[pointer] = json.dumps(value)
+        return None
+    return value
