@@ -19,7 +19,8 @@ import importlib
 from ._version import __version__
 
 _LAZY = {
-    **dict.fromkeys(("Crossing", "DerivationError", "Model", "SettledRule"), "_contract"),
+    **dict.fromkeys(("Crossing", "Model", "SettledRule"), "_contract"),
+    **dict.fromkeys(("DerivationError",), "_errors"),
     **dict.fromkeys(("METHODS", "ParameterError", "Parameters", "Range", "SolverConfig",
                      "choice", "flag", "integer", "interval", "parameter", "positive"),
                     "_params"),

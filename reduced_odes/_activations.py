@@ -35,10 +35,10 @@ import numpy as np
 import sympy as sp
 from scipy import special
 
-from ._contract import DerivationError
-from ._gaussian import GaussianExpectation
+from ._errors import DerivationError
 
-__all__ = ["ACTIVATIONS", "Activation", "activation", "expectation", "has_activation"]
+__all__ = ["ACTIVATIONS", "Activation", "GaussianExpectation", "activation", "expectation",
+           "has_activation"]
 
 STEP = "gaussian expectation"
 SUPPORTED = (
@@ -47,6 +47,34 @@ SUPPORTED = (
     "DiracDelta(c*x); after Stein's lemma, tilting and conditioning at most two erf/Heaviside "
     "factors may remain in a product (three only if their product is odd)"
 )
+
+
+@dataclass(frozen=True)
+class GaussianExpectation:
+    """An expectation together with its domain of validity.
+
+    Attributes
+    ----------
+    value : sympy.Expr
+        The closed form.
+    conditions : tuple of sympy.Boolean
+        Strict inequalities (leading principal minors of ``I - A`` positive)
+        that must all hold for the expectation to be finite.
+
+    Examples
+    --------
+    >>> a = sp.Symbol("a")
+    >>> e = GaussianExpectation(1 / sp.sqrt(1 - a**2), (1 - a**2 > 0,))
+    >>> e.holds_at({a: 0.5}), e.holds_at({a: 2})
+    (True, False)
+    """
+
+    value: sp.Expr
+    conditions: tuple[sp.Basic, ...]
+
+    def holds_at(self, subs: dict) -> bool:
+        """Whether every condition holds after substituting ``subs``."""
+        return all(bool(cond.subs(subs)) for cond in self.conditions)
 
 
 def _unsupported(detail: str) -> DerivationError:
@@ -541,7 +569,7 @@ def activation(name: str) -> Activation:
     >>> activation("tanh")
     Traceback (most recent call last):
     ...
-    reduced_odes._contract.DerivationError: derivation step 'activation' failed: \
+    reduced_odes._errors.DerivationError: derivation step 'activation' failed: \
 unknown activation 'tanh'; allowed: erf, linear, relu
     """
     if name not in ACTIVATIONS:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
 
+from ._errors import DerivationError
 from ._io import atomic_write
 from ._version import __version__
 
@@ -347,8 +348,6 @@ def _forward(derivation, i: int):
     solutions = [s for s in sp.solve(sp.Eq(derivation.to_state[i], state), coordinate)
                  if sp.simplify(derivation.to_state[i].subs(coordinate, s) - state) == 0]
     if not solutions:
-        from ._contract import DerivationError
-
         raise DerivationError("coordinate change",
                               f"cannot invert {state} = {derivation.to_state[i]}")
     return solutions[0]
@@ -438,8 +437,6 @@ _RECENT: dict[tuple, tuple[float, CompiledSystem]] = {}
 def _derive(model, variant: str, structure: Mapping[str, Any]):
     """``model.derive(variant, **structure)``; any failure becomes a DerivationError naming
     the step."""
-    from ._contract import DerivationError
-
     try:
         return model.derive(variant, **structure)
     except DerivationError:

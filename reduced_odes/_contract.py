@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ._errors import DerivationError  # re-exported: a model's own error, with its contract
 from ._params import ParameterError, Parameters
 
 if TYPE_CHECKING:  # the symbolic half is imported only when a model is derived
@@ -30,14 +31,6 @@ if TYPE_CHECKING:  # the symbolic half is imported only when a model is derived
     from ._verify import Claim
 
 __all__ = ["FORWARDABLE", "OPTIONAL_HOOKS", "Crossing", "DerivationError", "Model", "SettledRule"]
-
-
-class DerivationError(RuntimeError):
-    """A model's declaration failed to derive; the message names the step that failed."""
-
-    def __init__(self, step: str, detail: str):
-        super().__init__(f"derivation step {step!r} failed: {detail}")
-        self.step = step
 
 
 @dataclass(frozen=True)

@@ -12,33 +12,14 @@ the conditions under which it exists (Sylvester's criterion on ``I - A``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from functools import reduce
 
 import sympy as sp
 
+# The result type and the rules for activations; ``GaussianExpectation`` is re-exported.
+from ._activations import GaussianExpectation, expectation, has_activation
+
 __all__ = ["GaussianExpectation", "gaussian_expectation"]
-
-
-@dataclass(frozen=True)
-class GaussianExpectation:
-    """An expectation together with its domain of validity.
-
-    Attributes
-    ----------
-    value : sympy.Expr
-        The closed form.
-    conditions : tuple of sympy.Boolean
-        Strict inequalities (leading principal minors of ``I - A`` positive)
-        that must all hold for the expectation to be finite.
-    """
-
-    value: sp.Expr
-    conditions: tuple[sp.Basic, ...]
-
-    def holds_at(self, subs: dict) -> bool:
-        """Whether every condition holds after substituting ``subs``."""
-        return all(bool(cond.subs(subs)) for cond in self.conditions)
 
 
 def _split_exponential(term: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
@@ -173,8 +154,6 @@ def gaussian_expectation(
     >>> gaussian_expectation(sp.Max(0, x) * sp.Max(0, y), [x, y], covariance=C).value
     c*(asin(c/(sqrt(a)*sqrt(b)))/(2*pi) + 1/4) + sqrt(a*b - c**2)/(2*pi)
     """
-    from ._activations import expectation, has_activation  # imports the registry's SciPy
-
     xs = list(variables)
     if covariance is not None or has_activation(expr, xs):
         return expectation(expr, xs, covariance)

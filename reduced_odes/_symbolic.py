@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from ._contract import DerivationError
+from ._errors import DerivationError
 
 __all__ = [
     "Block",

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from ._activations import activation as _activation
-from ._contract import DerivationError
+from ._errors import DerivationError
 from ._gaussian import gaussian_expectation
 from ._symbolic import Drift, declare_order_parameters
 

@@ -48,7 +48,8 @@ import importlib
 #: Name -> engine module, for the names that follow semantic versioning.
 _STABLE = {
     # The contract: what a model is and owes the engine.
-    **dict.fromkeys(("Crossing", "DerivationError", "Model", "SettledRule"), "_contract"),
+    **dict.fromkeys(("Crossing", "Model", "SettledRule"), "_contract"),
+    **dict.fromkeys(("DerivationError",), "_errors"),
     # Parameters: declared fields with ranges, and the one error of bad input.
     **dict.fromkeys(("ParameterError", "Parameters", "Range", "choice", "flag", "integer",
                      "interval", "parameter", "positive"), "_params"),

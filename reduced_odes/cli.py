@@ -583,7 +583,7 @@ def run() -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``reduced-odes`` and ``python -m reduced_odes`` (see :func:`run`); the
     exit status.  Callable in-process, e.g. ``main(["solve", "--L", "200"])``."""
-    from ._contract import DerivationError
+    from ._errors import DerivationError
     from ._registry import get_model
     from ._trajectory import DomainError
 
