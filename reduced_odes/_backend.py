@@ -9,47 +9,30 @@ trajectory records the backend that actually ran it, never ``"auto"``:
   when numba is installed and the job is large enough to pay for a first
   compile (:data:`NATIVE_MIN_SETTINGS` settings), else the reference, with one
   line on stderr when a large job could have used ``[fast]``.
+
+The names of the backends and whether one is installed are configuration, checked
+with the rest of a :class:`~reduced_odes.SolverConfig` (:mod:`reduced_odes._params`);
+what a job does once before its workers start (compiling each system and its native
+twin) is :mod:`reduced_odes._prepare`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib.util
 import sys
 
-from ._params import ParameterError
+from . import _params
+# Re-exported from the configuration, where a SolverConfig checks them.
+from ._params import _INSTALL, BACKENDS, check_backend, native_available
 
-__all__ = ["BACKENDS", "NATIVE_MIN_SETTINGS", "for_job", "native_available",
-           "preferred_backend", "prepare", "resolve"]
+__all__ = ["BACKENDS", "NATIVE_MIN_SETTINGS", "check_backend", "for_job", "native_available",
+           "preferred_backend", "resolve"]
 
-BACKENDS = ("python", "numba", "auto")
 #: Settings from which ``auto`` compiles natively: a first compile (about 15 s) costs about
 #: as much as 400 settings of a pure-Python sweep on two workers
 #: (see ``benchmarks/bench_native.py``).
 NATIVE_MIN_SETTINGS = 500
-_INSTALL = "pip install 'reduced-odes[fast]'"
 _preferred = ["python"]
-
-
-@functools.cache  # asked for every SolverConfig; each search of sys.path costs ~0.1 ms
-def native_available() -> bool:
-    """Whether numba is importable (the ``[fast]`` extra is installed).
-
-    Examples
-    --------
-    >>> isinstance(native_available(), bool)
-    True
-    """
-    return importlib.util.find_spec("numba") is not None
-
-
-def check_backend(backend: str) -> str:
-    """``backend``, or ParameterError if it is ``numba`` and numba is not installed."""
-    if backend == "numba" and not native_available():
-        raise ParameterError(f"backend='numba' needs numba, which is not installed ({_INSTALL}); "
-                             f"allowed without it: python, auto")
-    return backend
 
 
 def resolve(backend: str) -> str:
@@ -92,27 +75,8 @@ def for_job(backend: str, settings: int) -> str:
         return check_backend(backend)
     if settings < NATIVE_MIN_SETTINGS:
         return "python"
-    if native_available():
+    if _params.native_available():  # read there: where a test without numba patches it
         return "numba"
     print(f"reduced-odes: {settings} settings on the pure-Python path; the native backend "
           f"runs them several times faster: {_INSTALL}", file=sys.stderr)
     return "python"
-
-
-def prepare(model, variants, backend: str) -> None:
-    """Derive and compile here, once, what a job's workers load: each variant's system and,
-    for the native backend, its twin's machine code (else every worker would compile it).
-
-    Examples
-    --------
-    >>> from reduced_odes.models import get_model
-    >>> prepare(get_model("deep_linear"), ["default"], "python")
-    """
-    from ._compile import load_system
-
-    for variant in variants:
-        load_system(model, variant)
-        if backend == "numba":
-            from ._native import warm
-
-            warm(model, variant)

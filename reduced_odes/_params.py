@@ -11,6 +11,8 @@ goes through the functions of this module.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib.util
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +37,38 @@ METHODS = ("LSODA", "Radau", "BDF")
 
 class ParameterError(ValueError):
     """An input outside its allowed range; the message names it, its value and the range."""
+
+
+#: The integrators a :class:`SolverConfig` may name (see its ``backend``); which one runs
+#: for ``auto`` is decided by the job (:mod:`reduced_odes._backend`).
+BACKENDS = ("python", "numba", "auto")
+_INSTALL = "pip install 'reduced-odes[fast]'"
+
+
+@functools.cache  # asked for every SolverConfig; each search of sys.path costs ~0.1 ms
+def native_available() -> bool:
+    """Whether numba is importable (the ``[fast]`` extra is installed).
+
+    Examples
+    --------
+    >>> isinstance(native_available(), bool)
+    True
+    """
+    return importlib.util.find_spec("numba") is not None
+
+
+def check_backend(backend: str) -> str:
+    """``backend``, or ParameterError if it is ``numba`` and numba is not installed.
+
+    Examples
+    --------
+    >>> check_backend("python")
+    'python'
+    """
+    if backend == "numba" and not native_available():
+        raise ParameterError(f"backend='numba' needs numba, which is not installed ({_INSTALL}); "
+                             f"allowed without it: python, auto")
+    return backend
 
 
 def warn(message: str) -> None:
@@ -257,8 +291,6 @@ class SolverConfig(Parameters):
                              "auto: numba for large sweeps and verify when installed")
 
     def check(self) -> None:
-        from ._backend import check_backend
-
         check_backend(self.backend)
         if self.t_end is not None:
             object.__setattr__(self, "t_end", positive().check("t_end", self.t_end))

@@ -100,8 +100,9 @@ def solve_setting(setting: dict[str, Any]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``reduced-odes sweep``; see the module docstring for the exit status."""
-    from ._backend import for_job, prepare
+    from ._backend import for_job
     from ._params import ParameterError, SolverConfig
+    from ._prepare import prepare
     from ._provenance import platform_stamp, source_stamp, versions
     from ._registry import reference
     from ._sweep import load_grid, run_sweep

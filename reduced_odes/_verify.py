@@ -165,7 +165,8 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     >>> report.passed  # doctest: +SKIP
     True
     """
-    from ._backend import for_job, prepare
+    from ._backend import for_job
+    from ._prepare import prepare
     from ._registry import get_model, reference
     from ._results import dumps_record
     from ._sweep import run_sweep

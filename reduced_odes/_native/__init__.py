@@ -18,7 +18,7 @@ chunk's steps.
 
 from __future__ import annotations
 
-__all__ = ["solve_native", "warm"]
+__all__ = ["solve_native"]
 
 
 def solve_native(model, params, variant, solver, thresholds, problem):
@@ -37,20 +37,3 @@ def solve_native(model, params, variant, solver, thresholds, problem):
 
     return run(model, params, variant, solver, thresholds, problem)
 
-
-def warm(model, variant: str) -> None:
-    """Compile (or load) ``model``'s twin for ``variant`` by one native run at its defaults.
-
-    Examples
-    --------
-    >>> from reduced_odes.models import get_model
-    >>> warm(get_model("deep_linear"), "default")  # doctest: +SKIP
-    """
-    from .._integrate import solve
-    from .._params import ParameterError, SolverConfig
-    from .._trajectory import DomainError
-
-    try:
-        solve(model.make_params({}), variant, SolverConfig(backend="numba"), model=model)
-    except (ParameterError, DomainError):  # the defaults do not suit this variant: the twin
-        pass  # is compiled all the same, by the first native call

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from reduced_odes import ParameterError, SettledRule, SolverConfig, _backend, solve
+from reduced_odes import ParameterError, SettledRule, SolverConfig, _backend, _params, solve
 from reduced_odes._compile import load_system
 from reduced_odes.cli import EXIT_BAD_INPUT, main
 from reduced_odes.models import get_model
@@ -18,7 +18,8 @@ from reduced_odes.models import get_model
 
 @pytest.fixture
 def without_numba(monkeypatch):
-    monkeypatch.setattr(_backend, "native_available", lambda: False)
+    # Where the configuration (and the job's choice of backend) asks whether numba is there.
+    monkeypatch.setattr(_params, "native_available", lambda: False)
 
 
 def test_a_trajectory_records_the_backend_that_ran_it():
@@ -54,7 +55,7 @@ def test_auto_is_python_for_small_jobs_and_says_fast_exists_for_large(without_nu
 
 
 def test_auto_prefers_numba_for_large_jobs_when_installed(monkeypatch):
-    monkeypatch.setattr(_backend, "native_available", lambda: True)
+    monkeypatch.setattr(_params, "native_available", lambda: True)
     assert _backend.for_job("auto", _backend.NATIVE_MIN_SETTINGS) == "numba"
     assert _backend.for_job("python", 10**6) == "python"
 
@@ -67,11 +68,11 @@ def test_a_jobs_preference_resolves_auto_and_is_restored():
 
 def test_settled_rule_is_the_python_rule_it_replaced():
     """The induction head's rule as an expression, against the same rule written out."""
-    from reduced_odes.models.induction_head import (
+    from reduced_odes.models.induction_head import PhaseThresholds
+    from reduced_odes.models.induction_head.model import (
         FOUR_GRAM_FLOOR,
         FOUR_GRAM_TAIL,
         NEAR_FIXED_POINT,
-        PhaseThresholds,
     )
 
     model = get_model("induction_head")
