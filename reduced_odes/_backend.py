@@ -22,8 +22,7 @@ import contextlib
 import sys
 
 from . import _params
-# Re-exported from the configuration, where a SolverConfig checks them.
-from ._params import _INSTALL, BACKENDS, check_backend, native_available
+from ._params import _INSTALL, BACKENDS, check_backend, native_available  # configuration's
 
 __all__ = ["BACKENDS", "NATIVE_MIN_SETTINGS", "check_backend", "for_job", "native_available",
            "preferred_backend", "resolve"]
