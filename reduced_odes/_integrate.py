@@ -48,7 +48,14 @@ from ._ivp import _ivp_run
 from ._lsoda import _FastPathUnavailable, _lsoda_run
 from ._params import ParameterError, Parameters, SolverConfig, _number
 from ._registry import get_model, model_for
-from ._trajectory import DomainError, SolverStats, Trajectory
+from ._trajectory import (
+    DomainError,
+    SolverStats,
+    Trajectory,
+    _series_at,
+    output_times,
+    trajectory,
+)
 
 __all__ = ["DomainError", "SolverStats", "Trajectory", "solve"]
 
@@ -237,19 +244,6 @@ def _stop_rule(rule):
     return rule if takes_time else (lambda t, y: rule(y))
 
 
-def _series_at(system: CompiledSystem, y: np.ndarray, args) -> dict[str, np.ndarray]:
-    """Every named series at the coordinate columns of ``y`` (shape ``(k, m)``)."""
-    columns = y.T.tolist()
-    series = {name: y[i].copy() for i, name in enumerate(system.coordinate_names)}
-    state = np.array([system.state(c, *args) for c in columns]).reshape(len(columns), -1)
-    series.update({name: state[:, i] for i, name in enumerate(system.state_names)})
-    names = system.observable_names
-    if names:
-        values = np.array([system.observables(c, *args)[:len(names)] for c in columns])
-        series.update({name: values[:, i] for i, name in enumerate(names)})
-    return series
-
-
 def _assemble(model, params, variant, solver, thresholds, problem: Problem,
               run: _Run) -> Trajectory:
     system, args = problem.system, problem.args
@@ -265,50 +259,6 @@ def _assemble(model, params, variant, solver, thresholds, problem: Problem,
                         nlu=run.nlu, steps=len(run.steps) - 1)
     return trajectory(model, (params, variant, solver, thresholds), problem, t,
                       _series_at(system, y, args), (crossings, phases), stats, run.dense)
-
-
-def output_times(t_end: float, n_output: int) -> np.ndarray:
-    """The output grid: ``0`` and ``n_output`` log-spaced times up to ``t_end``.
-
-    Examples
-    --------
-    >>> output_times(10.0, 3).tolist()
-    [0.0, 0.001, 0.1, 10.0]
-    """
-    start = min(1e-3, t_end / 10)
-    # np.geomspace(start, t_end, n_output)'s arithmetic, to the bit, without its checks for
-    # signs, zeros and complex input (two thirds of its time, on every trajectory).
-    grid = np.empty(n_output + 1)
-    grid[0] = 0.0
-    np.power(10.0, np.linspace(np.log10(start), np.log10(t_end), n_output), out=grid[1:])
-    grid[1], grid[-1] = start, t_end
-    return grid
-
-
-def trajectory(model: Model, setting: tuple, problem: Problem, t: np.ndarray,
-               series: dict[str, np.ndarray], crossed: tuple, stats: SolverStats,
-               dense) -> Trajectory:
-    """A finished run as a :class:`Trajectory` (either backend's): ``setting`` is
-    ``(params, variant, solver, thresholds)`` and ``crossed`` the crossings with their
-    times; the phases not reached get their reason, and losses their round-off clipped."""
-    params, variant, solver, thresholds = setting
-    crossings, phases = crossed
-    unreached = {c.name: _why_not_reached(c, series, float(t[-1])) for c in crossings
-                 if not math.isfinite(phases[c.name])}
-    for name in model.nonnegative:
-        # A loss is a sum of O(1) terms of both signs; near its minimum they cancel to
-        # round-off (|error| ~ 1e-16), which can show as a tiny negative value.
-        series[name] = np.maximum(series[name], 0.0)
-    return Trajectory(model.name, variant, model.variant_option, params, solver, thresholds, t,
-                      series, phases, stats, dense, problem.system, unreached, problem.args)
-
-
-def _why_not_reached(crossing: Crossing, series: dict, t_end: float) -> str:
-    """Why a phase has no time: where its quantity ended, against its level."""
-    relation = ">=" if crossing.direction > 0 else "<="
-    final = float(series[crossing.quantity][-1])
-    return (f"not reached by the end of the run at t={t_end:.6g}: {crossing.quantity} ended at "
-            f"{final:.6g}, the phase needs {crossing.quantity} {relation} {crossing.level:.6g}")
 
 
 def _evaluator(system: CompiledSystem, args, quantity: str):

@@ -26,10 +26,16 @@ import numpy as np
 from .._contract import SettledRule
 from .._crossing import root_in_step
 from .._driver import _T_MAX, Problem
-from .._integrate import _series_at, output_times, trajectory
 from .._lsoda import _MAX_STEPS
 from .._params import ParameterError
-from .._trajectory import DomainError, SolverStats, Trajectory
+from .._trajectory import (
+    DomainError,
+    SolverStats,
+    Trajectory,
+    _series_at,
+    output_times,
+    trajectory,
+)
 from ._twin import load_twin
 
 #: Steps per native call when the model's stop rule is applied in Python: the
