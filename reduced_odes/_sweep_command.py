@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser, model) -> None:
                         help="results file, appended to; settings already in it are skipped "
                              "(default: results.jsonl)")
     from ._backend import NATIVE_MIN_SETTINGS
-    from .cli import add_backend_option, add_run_options
+    from ._cli_options import add_backend_option, add_run_options
 
     add_run_options(parser)
     add_backend_option(parser, f"numba when installed and the grid has at least "
@@ -101,12 +101,12 @@ def solve_setting(setting: dict[str, Any]) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """Handler of ``reduced-odes sweep``; see the module docstring for the exit status."""
     from ._backend import for_job
+    from ._cli_options import check_run_options, run_executor, writable
     from ._params import ParameterError, SolverConfig
     from ._prepare import prepare
     from ._provenance import platform_stamp, source_stamp, versions
     from ._registry import reference
     from ._sweep import load_grid, run_sweep
-    from .cli import check_run_options, run_executor, writable
 
     model = args.model
     writable(args.out, "file")
