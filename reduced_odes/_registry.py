@@ -29,6 +29,9 @@ ENTRY_POINT_GROUP = "reduced_odes.models"
 _BUILTIN_PACKAGE = "reduced_odes.models"
 #: Models loaded so far, by reference (name or ``file:OBJECT``).
 _LOADED: dict[str, Model] = {}
+#: The same models by their ``Params`` class, the first loaded winning: what
+#: :func:`model_for` looks up.
+_BY_PARAMS: dict[type, Model] = {}
 
 
 def _builtin() -> dict[str, str]:
@@ -128,14 +131,35 @@ def get_model(reference: str | Model) -> Model:
         raise ParameterError(f"model={reference!r} is not registered; known: "
                              f"{', '.join(references)} (or give path/to/file.py:OBJECT)")
     _LOADED[reference] = model
+    params_class = getattr(model, "Params", None)
+    if params_class is not None:
+        _BY_PARAMS.setdefault(params_class, model)
     return model
 
 
 def model_for(params: Parameters) -> Model:
-    """The loaded model whose ``Params`` class ``params`` is an instance of."""
-    for model in [*_LOADED.values(), *registered_models()]:
-        if type(params) is model.Params:
-            return model
+    """The model whose ``Params`` class ``params`` is an instance of: a loaded model, else
+    a registered one (loaded now).
+
+    A dictionary lookup once the model is loaded (:func:`~reduced_odes.solve` without
+    ``model=`` calls it on every trajectory).  Otherwise the built-in models are loaded
+    first, without reading the installed packages' entry points; those are read only for
+    parameters of no built-in model.
+
+    Examples
+    --------
+    >>> from reduced_odes.models.deep_linear import DeepLinearParams
+    >>> model_for(DeepLinearParams()).name
+    'deep_linear'
+    """
+    model = _BY_PARAMS.get(type(params))
+    if model is not None:
+        return model
+    for names in (_builtin, _references):
+        for name in names():
+            model = get_model(name)
+            if model.Params is type(params):
+                return _BY_PARAMS.setdefault(model.Params, model)
     raise ParameterError(f"params={params!r} belong to no loaded model; pass model=...")
 
 

@@ -172,6 +172,50 @@ def test_a_built_in_name_is_found_without_reading_entry_points(monkeypatch):
     assert get_model("deep_linear").name == "deep_linear"
 
 
+def test_a_built_in_models_parameters_find_it_without_reading_entry_points(monkeypatch):
+    """``solve(params)`` without ``model=``: a built-in model is loaded by name, and then
+    found again by a dictionary lookup alone."""
+    import importlib.metadata
+
+    from reduced_odes import _registry, model_for
+
+    def entry_points(group):
+        raise AssertionError("every distribution's metadata read for a built-in model")
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(_registry, "_LOADED", {})
+    monkeypatch.setattr(_registry, "_BY_PARAMS", {})
+    params = DeepLinearParams()
+    assert model_for(params) is get_model("deep_linear")
+
+    def no_listing():
+        raise AssertionError("the models listed again for a model already loaded")
+
+    monkeypatch.setattr(_registry, "_builtin", no_listing)
+    assert model_for(params) is get_model("deep_linear")
+    assert solve(params).model == "deep_linear"
+
+
+def test_a_user_model_loaded_by_reference_is_found_by_its_parameters():
+    from reduced_odes import model_for
+
+    model = get_model(f"{EXAMPLE}:MODEL")
+    assert model_for(model.Params()) is model
+
+
+def test_parameters_of_no_model_are_one_parameter_error():
+    from dataclasses import dataclass
+
+    from reduced_odes import Parameters, model_for
+
+    @dataclass(frozen=True)
+    class Orphan(Parameters):
+        pass
+
+    with pytest.raises(ParameterError, match=r"belong to no loaded model; pass model="):
+        model_for(Orphan())
+
+
 def test_a_user_models_trajectory_evaluates_its_observables():
     model = get_model(f"{EXAMPLE}:MODEL")
     traj = solve(model.Params(), model=model)
