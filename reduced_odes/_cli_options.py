@@ -15,7 +15,9 @@ import os
 import sys
 from pathlib import Path
 
+from ._cluster import cluster_executor
 from ._params import ParameterError
+from ._sweep import repair_results
 
 __all__ = ["add_backend_option", "add_executor_options", "add_run_options",
            "check_run_options", "run_executor", "writable"]
@@ -92,7 +94,6 @@ def run_executor(args: argparse.Namespace):
     if not getattr(args, "scheduler", None):
         yield None, args.workers
         return
-    from ._cluster import cluster_executor
 
     executor = cluster_executor(args.scheduler, workers=args.workers)
     try:
@@ -106,7 +107,5 @@ def check_run_options(args: argparse.Namespace, results: Path | None = None) -> 
     if args.workers is not None and args.workers < 1:
         raise ParameterError(f"workers={args.workers} must be an integer >= 1")
     if getattr(args, "repair", False):
-        from ._sweep import repair_results
-
         kept = repair_results(results)
         print(f"repaired {results}: {kept} valid line(s) kept", file=sys.stderr)

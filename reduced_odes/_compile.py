@@ -35,11 +35,13 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from ._errors import DerivationError
 from ._io import atomic_write
+from ._params import warn
+from ._registry import get_model
 from ._version import __version__
 
 __all__ = ["CompiledSystem", "cache_dir", "cached_symbolic", "load_system"]
@@ -150,8 +152,6 @@ def _usable_cache(root: str) -> Path:
     except OSError as exc:
         import atexit
         import shutil
-
-        from ._params import warn
 
         fallback = Path(tempfile.mkdtemp(prefix="reduced-odes-cache-"))
         atexit.register(shutil.rmtree, fallback, ignore_errors=True)
@@ -476,8 +476,6 @@ def load_system(model, variant: str | None = None, *, structure: Mapping[str, An
     >>> len(rates), system.coordinate_names
     (4, ('w_v1', 'p', 'w_v2', 'log_w_kq'))
     """
-    from ._registry import get_model
-
     model = get_model(model)
     variant = model.resolve_variant(variant)
     if structure is None:
@@ -541,8 +539,6 @@ def cached_symbolic(model, variant: str, name: str, derive: Callable[[], dict]) 
     {'x': 2}
     """
     import sympy as sp
-
-    from ._registry import get_model
 
     model = get_model(model)
     path = cache_dir() / f"{name}-{derivation_key(model, variant, extra=name)}.json"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._errors import DerivationError  # re-exported: a model's own error, with its contract
-from ._params import ParameterError, Parameters
+from ._params import ParameterError, Parameters, check_keys
 
 if TYPE_CHECKING:  # the symbolic half is imported only when a model is derived
     import argparse
@@ -473,8 +473,6 @@ class Model(abc.ABC):
 
     def make_params(self, values: Mapping[str, Any] | None = None) -> Parameters:
         """``Params(**values)``; unknown keys raise :class:`ParameterError`."""
-        from ._params import check_keys
-
         values = dict(values or {})
         check_keys(f"parameter(s) of model {self.name!r}", values,
                    [f.name for f in self.Params.declared()])

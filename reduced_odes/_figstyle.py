@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ._params import ParameterError
+from ._results import read_json
 from ._version import __version__
 
 __all__ = ["COLUMN_WIDTH", "FORMATS", "as_array", "draw_from_data", "house_style", "OKABE_ITO", "SERIES", "SHADES", "STYLE", "TIME_LABEL",
@@ -229,8 +230,6 @@ def draw_from_data(figures: Mapping, out: str | Path, data: str | Path,
     shifts the next by ~1e-5 pt, so a format's bytes would otherwise depend on
     the formats drawn before it.
     """
-    from ._results import read_json
-
     out, data = Path(out), Path(data)
     missing = sorted({source for _, source, _ in figures.values()
                       if not (data / source).exists()})

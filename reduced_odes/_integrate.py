@@ -194,7 +194,7 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
                       solver.method, solver.rtol, solver.atol,
                       f"model {model.name!r} ({model.variant_option} {variant!r})")
     if solver.backend == "numba":
-        from ._native import solve_native
+        from ._native import solve_native  # the [fast] extra loads only for a run asking it
 
         return solve_native(model, params, variant, solver, thresholds, problem)
     run = None

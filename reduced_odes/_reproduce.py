@@ -11,6 +11,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ._results import read_json
+from ._sweep import read_results
+
 __all__ = ["ATOL", "FIGURE_DIGITS", "RTOL", "differences", "rounded"]
 
 #: Phase times differ between OpenBLAS kernels (CPU types) by <= 3e-9 relative; 1e-6 leaves
@@ -83,9 +86,6 @@ def differences(fresh_dir: Path, committed_dir: Path, grid: str) -> list[str] | 
     >>> differences(a, b, "g")
     ['verify-g.json/claims/0/measured: fresh 1.0, committed 1.1']
     """
-    from ._results import read_json
-    from ._sweep import read_results
-
     claims, raw = f"verify-{grid}.json", f"verify-{grid}.jsonl"
     if not (committed_dir / claims).exists():
         return None

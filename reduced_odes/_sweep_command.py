@@ -28,6 +28,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._backend import NATIVE_MIN_SETTINGS, for_job
+from ._cli_options import (
+    add_backend_option,
+    add_run_options,
+    check_run_options,
+    run_executor,
+    writable,
+)
+from ._integrate import solve
+from ._params import ParameterError, SolverConfig, check_keys
+from ._prepare import prepare
+from ._provenance import platform_stamp, source_stamp, versions
+from ._registry import get_model, reference
+from ._sweep import load_grid, run_sweep
+
 __all__ = ["HELP", "add_arguments", "allowed_keys", "run", "solve_setting"]
 
 HELP = "solve every setting of a TOML grid, in parallel, resumably (one JSON line each)"
@@ -40,8 +55,6 @@ def _fields(cls) -> tuple[str, ...]:
 
 def allowed_keys(model) -> list[str]:
     """The keys a grid setting of ``model`` may have."""
-    from ._params import SolverConfig
-
     return [*_fields(model.Params), model.variant_option, *SolverConfig.KEYS,
             *_fields(model.Thresholds)]
 
@@ -54,8 +67,6 @@ def add_arguments(parser: argparse.ArgumentParser, model) -> None:
     parser.add_argument("--out", default="results.jsonl", metavar="FILE.jsonl",
                         help="results file, appended to; settings already in it are skipped "
                              "(default: results.jsonl)")
-    from ._backend import NATIVE_MIN_SETTINGS
-    from ._cli_options import add_backend_option, add_run_options
 
     add_run_options(parser)
     add_backend_option(parser, f"numba when installed and the grid has at least "
@@ -72,8 +83,6 @@ def add_arguments(parser: argparse.ArgumentParser, model) -> None:
 
 def _split(model, setting: dict[str, Any]):
     """``(params, variant, solver, thresholds)`` of one setting; ParameterError if invalid."""
-    from ._params import SolverConfig, check_keys
-
     check_keys("grid key(s)", setting, ["model", *allowed_keys(model)])
     pick = {name: {k: setting[k] for k in keys if k in setting}
             for name, keys in (("model", _fields(model.Params)), ("solver", SolverConfig.KEYS),
@@ -90,9 +99,6 @@ def solve_setting(setting: dict[str, Any]) -> dict[str, Any]:
 
     Module level, so that worker processes (and dask) can pickle it by name.
     """
-    from ._integrate import solve
-    from ._registry import get_model
-
     model = get_model(setting.get("model", "induction_head"))
     params, variant, solver, thresholds = _split(model, setting)
     return solve(params, variant, solver, thresholds, model=model).to_dict()
@@ -100,14 +106,6 @@ def solve_setting(setting: dict[str, Any]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``reduced-odes sweep``; see the module docstring for the exit status."""
-    from ._backend import for_job
-    from ._cli_options import check_run_options, run_executor, writable
-    from ._params import ParameterError, SolverConfig
-    from ._prepare import prepare
-    from ._provenance import platform_stamp, source_stamp, versions
-    from ._registry import reference
-    from ._sweep import load_grid, run_sweep
-
     model = args.model
     writable(args.out, "file")
     check_run_options(args, Path(args.out))

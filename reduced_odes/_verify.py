@@ -16,9 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ._backend import for_job, preferred_backend
 from ._io import atomic_write
 from ._params import ParameterError, SolverConfig
+from ._prepare import prepare
 from ._provenance import platform_stamp, source_stamp, versions
+from ._registry import get_model, reference
+from ._results import dumps_record
+from ._sweep import run_sweep
 
 __all__ = ["Claim", "VerifyReport", "informative", "measure_task", "verify", "worst"]
 
@@ -125,9 +130,6 @@ def measure_task(setting: Mapping, backend: str = "python") -> dict:
 
     Module level, so that worker processes (and dask) can pickle it by name.
     """
-    from ._backend import preferred_backend
-    from ._registry import get_model
-
     setting = dict(setting)
     with preferred_backend(backend):
         return get_model(setting.pop("model")).measure(setting)
@@ -165,12 +167,6 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     >>> report.passed  # doctest: +SKIP
     True
     """
-    from ._backend import for_job
-    from ._prepare import prepare
-    from ._registry import get_model, reference
-    from ._results import dumps_record
-    from ._sweep import run_sweep
-
     model = get_model(model)
     if not model.supports("claims"):
         raise ParameterError(f"model={model.name!r} supplies no claims to verify")

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from . import _sweep_command
 from ._backend import NATIVE_MIN_SETTINGS, check_backend
 from ._cli_options import (
     add_backend_option,
@@ -31,7 +32,18 @@ from ._cli_options import (
     run_executor,
     writable,
 )
-from ._params import METHODS, ParameterError
+from ._errors import DerivationError
+from ._figstyle import parse_formats
+from ._integrate import solve
+from ._io import atomic_write
+from ._params import METHODS, ParameterError, SolverConfig
+from ._registry import get_model, registered_models
+from ._reproduce import ATOL, RTOL, differences, rounded
+from ._results import dumps_record, trajectory_record, write_json
+from ._sweep import read_results
+from ._trajectory import DomainError
+from ._verify import verify
+from ._version import __version__
 
 __all__ = ["main", "run"]
 
@@ -101,9 +113,6 @@ def _add_solve_arguments(parser: argparse.ArgumentParser, model) -> None:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
-    from ._integrate import solve
-    from ._params import SolverConfig
-
     model = args.model
     params = model.Params(**_parameter_values(args, model.Params))
     solver = SolverConfig(method=args.method, rtol=args.rtol, atol=args.atol,
@@ -113,8 +122,6 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     trajectory = solve(params, args.variant, solver, model=model)
     document = trajectory.to_dict()
     if args.out:
-        from ._results import trajectory_record, write_json
-
         write_json(args.out, trajectory_record(trajectory))
     status = _phase_status(trajectory)
     if args.json:
@@ -159,8 +166,6 @@ def _commands_of(model) -> list[str]:
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
-    from ._registry import registered_models
-
     models = registered_models()
     if args.json:
         print(json.dumps([{"name": m.name, "description": m.description,
@@ -190,8 +195,6 @@ def _add_verify_arguments(parser: argparse.ArgumentParser, model) -> None:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from ._verify import verify
-
     out = writable(args.out if args.out is not None else f"results/{args.model.name}", "dir")
     check_run_options(args, out / f"verify-{args.grid}.jsonl")
     with run_executor(args) as (executor, workers):
@@ -236,8 +239,6 @@ def _add_figures_arguments(parser: argparse.ArgumentParser, model) -> None:
 
 
 def _cmd_figures(args: argparse.Namespace) -> int:
-    from ._figstyle import parse_formats
-
     model = args.model
     formats = parse_formats(args.format)
     out = writable(args.out or f"figures/{model.name}", "dir")
@@ -314,24 +315,16 @@ def _figure_data(committed: Path, fresh: Path, data: Path, grid: str) -> None:
     its numbers rounded to what a figure shows (the same bytes on every machine)."""
     import shutil
 
-    from ._reproduce import rounded
-    from ._results import dumps_record
-    from ._sweep import read_results
-
     if committed.is_dir():
         shutil.copytree(committed, data, dirs_exist_ok=True)
     raw = fresh / f"verify-{grid}.jsonl"
     if raw.exists():
-        from ._io import atomic_write
-
         atomic_write(data / raw.name, "".join(dumps_record(rounded(r)) + "\n"
                                               for r in read_results(raw)))
 
 
 def _compared(model, fresh: Path, committed: Path, grid: str) -> int:
     """EXIT_DIFFERS (and the differences on stderr) if the fresh run disagrees."""
-    from ._reproduce import ATOL, RTOL, differences
-
     found = differences(fresh, committed, grid)
     if found is None:
         print(f"{model.name}: no committed verify-{grid} in {committed}; nothing to compare")
@@ -392,8 +385,6 @@ def _reproduce_one(model, args: argparse.Namespace) -> int:
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     """The README's main job: every model derived, verified on its grid, drawn and compared."""
-    from ._registry import get_model, registered_models
-
     models = [get_model(args.only)] if args.only else registered_models()
     writable(args.results, "dir", "results")
     if args.update_committed:
@@ -438,9 +429,6 @@ def _model_reference(argv: Sequence[str]) -> str:
 
 def build_parser(model) -> argparse.ArgumentParser:
     """The full parser, with ``model``'s options on every command."""
-    from . import _sweep_command
-    from ._version import __version__
-
     parser = _Parser(prog="reduced-odes",
                      description="Derive, integrate and verify the reduced training dynamics "
                                  "of toy neural networks.")
@@ -497,10 +485,6 @@ def run() -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``reduced-odes`` and ``python -m reduced_odes`` (see :func:`run`); the
     exit status.  Callable in-process, e.g. ``main(["solve", "--L", "200"])``."""
-    from ._errors import DerivationError
-    from ._registry import get_model
-    from ._trajectory import DomainError
-
     argv = _join_negative_values(sys.argv[1:] if argv is None else list(argv))
     command = next((a for a in argv if not a.startswith("-")), "reduced-odes")
     try:

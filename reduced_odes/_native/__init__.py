@@ -18,6 +18,8 @@ chunk's steps.
 
 from __future__ import annotations
 
+from ._solve import solve_native as _run
+
 __all__ = ["solve_native"]
 
 
@@ -33,7 +35,5 @@ def solve_native(model, params, variant, solver, thresholds, problem):
     >>> from reduced_odes.models.deep_linear import DeepLinearParams
     >>> traj = solve(DeepLinearParams(), solver=SolverConfig(backend="numba"))  # doctest: +SKIP
     """
-    from ._solve import solve_native as run
-
-    return run(model, params, variant, solver, thresholds, problem)
+    return _run(model, params, variant, solver, thresholds, problem)
 

@@ -66,9 +66,9 @@ def test_bad_values_and_outputs_are_one_line(capsys, argv, needle):
 
 
 def test_solve_out_under_a_file_fails_before_solving(tmp_path, capsys, monkeypatch):
-    import reduced_odes._integrate as integrate
+    import reduced_odes.cli as cli
 
-    monkeypatch.setattr(integrate, "solve", lambda *a, **k: pytest.fail("solved first"))
+    monkeypatch.setattr(cli, "solve", lambda *a, **k: pytest.fail("solved first"))
     blocker = tmp_path / "file"
     blocker.write_text("")
     assert main(["solve", "--out", str(blocker / "x.json")]) == EXIT_BAD_INPUT
