@@ -24,6 +24,11 @@ Two methods give the same law of the overlaps:
   with ``O((K+M)²)`` work per step whatever ``N``: no approximation, only a cheaper
   sampler of the same process (the tests hold it against ``"network"``).
 
+Measured with numba, K = M = 2, a batch of 4 runs on a shared 2-core machine: ``network``
+6e4 steps/s at N = 500 and 7e3 at N = 5000 (drawing ``x`` costs most of it), ``overlaps``
+2.5e6 steps/s at any ``N``.  A run to t = 200 at η = 0.1 and N = 5000 (1e7 steps) takes
+about 25 minutes by ``network`` and 4 seconds by ``overlaps``.
+
 Both have a NumPy path (``backend="python"``) and a numba path (``"numba"``, the ``[fast]``
 extra) that consume the same random numbers and agree to rounding.  Random streams are per
 run: run ``s`` of ``rng_seed`` draws its weights, inputs, noise and test set from
