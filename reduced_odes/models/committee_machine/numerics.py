@@ -36,21 +36,16 @@ def _args(params: CommitteeParams) -> tuple[float, float]:
     return (float(params.eta), float(params.noise))
 
 
-def _symmetric_state(system, K: int, M: int, q: float, c: float, r: float) -> np.ndarray:
-    """The state with ``Q_ii = q``, ``Q_ik = c`` (i != k), ``R_in = r``."""
-    values = []
-    for name in system.state_names:
-        kind, i, k = name.split("_")
-        values.append(r if kind == "R" else (q if i == k else c))
-    return np.array(values)
+def _identical_students(system, q: float, r: float) -> np.ndarray:
+    """The state with every student alike: ``Q_ik = q`` for all ``i, k``, ``R_in = r``."""
+    return np.array([r if name.startswith("R") else q for name in system.state_names])
 
 
-def _symmetric_rates(system, K: int, args, y: np.ndarray) -> np.ndarray:
-    """The rates of ``Q_11``, ``Q_12`` (if K > 1) and ``R_11``: the flow inside the subspace."""
+def _subspace_rates(system, args, y: np.ndarray) -> np.ndarray:
+    """The rates of ``Q_11`` and ``R_11``: the whole flow on the invariant subspace where the
+    students are identical (there every ``Q_ik`` moves as ``Q_11``, every ``R_in`` as ``R_11``)."""
     rates = np.asarray(system.rhs(0.0, y, *args), dtype=float)
-    names = system.state_names
-    picks = ["Q_1_1", *(["Q_1_2"] if K > 1 else []), "R_1_1"]
-    return np.array([rates[names.index(p)] for p in picks])
+    return rates[[system.state_names.index("Q_1_1"), system.state_names.index("R_1_1")]]
 
 
 @dataclass(frozen=True)
@@ -81,20 +76,27 @@ def _fixed_point(system, args, y: np.ndarray) -> FixedPoint:
 def _unspecialised(K: int, M: int, eta: float, noise: float, variant: str) -> FixedPoint:
     params = CommitteeParams(K=K, M=M, eta=eta, noise=noise)
     system, args = system_for(params, variant), _args(params)
-    embed = (lambda z: _symmetric_state(system, K, M, *z)) if K > 1 else (
-        lambda z: _symmetric_state(system, K, M, z[0], 0.0, z[1]))
-    # Flow inside the invariant symmetric subspace, where the plateau attracts, from a
-    # small symmetric start; then Newton on the same rates.
-    z0 = np.array([0.25, 0.0, 0.01] if K > 1 else [0.25, 0.01])
-    flow = solve_ivp(lambda t, z: _symmetric_rates(system, K, args, embed(z)), (0, 1e4), z0,
-                     method="LSODA", rtol=1e-10, atol=1e-13)
-    polished = root(lambda z: _symmetric_rates(system, K, args, embed(z)), flow.y[:, -1],
-                    method="hybr", options={"xtol": 1e-15})
-    return _fixed_point(system, args, embed(polished.x))
+
+    def rates(z: np.ndarray) -> np.ndarray:
+        return _subspace_rates(system, args, _identical_students(system, *z))
+
+    # Flow on the invariant subspace of identical students, where the plateau attracts, from
+    # small weights; then Newton on the same two rates.
+    flow = solve_ivp(lambda t, z: rates(z), (0, 1e4), [0.25, 0.01], method="LSODA",
+                     rtol=1e-10, atol=1e-13)
+    polished = root(rates, flow.y[:, -1], method="hybr", options={"xtol": 1e-15})
+    return _fixed_point(system, args, _identical_students(system, *polished.x))
 
 
 def unspecialised_fixed_point(params: CommitteeParams, variant: str) -> FixedPoint:
-    """The plateau: the fixed point with every student alike, at ``params``' ``eta`` and noise.
+    """The plateau: Saad & Solla's symmetric fixed point, where every student is the same
+    vector (``Q_ik = q`` for all ``i, k``, ``R_in = r``), at ``params``' ``eta`` and noise.
+
+    At ``eta = 0`` the direction that separates the students is marginal (they coincide, so
+    the mobility is singular there).  At ``eta > 0`` it is weakly unstable: a second
+    permutation-symmetric fixed point with ``Q_ii > Q_ik`` attracts inside the symmetric
+    subspace, at an ``eps_g`` that differs by ~5e-5 relative at ``eta = 0.1`` — far slower
+    (rate ~1e-3) than the escape, so a trajectory's plateau is read against this one.
 
     Examples
     --------
