@@ -44,8 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reduced_odes._backend import native_available
-from reduced_odes._params import ParameterError
+from reduced_odes.author import ParameterError
 
 __all__ = ["ACTIVATIONS", "BACKENDS", "METHODS", "SGDRun", "first_crossing",
            "generalisation_error", "initial_weights", "sgd_steps", "train"]
@@ -292,6 +291,13 @@ def _numba_kernels():
                 G[n, M + i] += dr
 
     return network_steps, overlap_steps
+
+
+def native_available() -> bool:
+    """Whether numba (the ``[fast]`` extra) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None
 
 
 def _resolve_backend(backend: str) -> str:
