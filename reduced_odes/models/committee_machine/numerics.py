@@ -36,16 +36,24 @@ def _args(params: CommitteeParams) -> tuple[float, float]:
     return (float(params.eta), float(params.noise))
 
 
-def _identical_students(system, q: float, r: float) -> np.ndarray:
-    """The state with every student alike: ``Q_ik = q`` for all ``i, k``, ``R_in = r``."""
-    return np.array([r if name.startswith("R") else q for name in system.state_names])
+def _symmetric(system, q: float, c: float, r: float) -> np.ndarray:
+    """The permutation-symmetric state ``Q_ii = q``, ``Q_ik = c`` (``i != k``), ``R_in = r``."""
+    values = []
+    for name in system.state_names:
+        kind, i, k = name.split("_")
+        values.append(r if kind == "R" else (q if i == k else c))
+    return np.array(values)
 
 
-def _subspace_rates(system, args, y: np.ndarray) -> np.ndarray:
-    """The rates of ``Q_11`` and ``R_11``: the whole flow on the invariant subspace where the
-    students are identical (there every ``Q_ik`` moves as ``Q_11``, every ``R_in`` as ``R_11``)."""
-    rates = np.asarray(system.rhs(0.0, y, *args), dtype=float)
-    return rates[[system.state_names.index("Q_1_1"), system.state_names.index("R_1_1")]]
+def _subspace(system, K: int, variant: str):
+    """``(embed, picks, start)`` of the invariant subspace the plateau is sought in: identical
+    students (``Q_ik = q`` for all ``i, k``, ``R_in = r``: every ``Q_ik`` moves as ``Q_11``);
+    for ReLU, whose kernels are singular where students coincide, the permutation-symmetric
+    ``(q, c, r)``."""
+    if variant == "relu" and K > 1:
+        return ((lambda z: _symmetric(system, *z)), ["Q_1_1", "Q_1_2", "R_1_1"],
+                [0.25, 0.0, 0.01])
+    return (lambda z: _symmetric(system, z[0], z[0], z[1])), ["Q_1_1", "R_1_1"], [0.25, 0.01]
 
 
 @dataclass(frozen=True)
@@ -76,16 +84,18 @@ def _fixed_point(system, args, y: np.ndarray) -> FixedPoint:
 def _unspecialised(K: int, M: int, eta: float, noise: float, variant: str) -> FixedPoint:
     params = CommitteeParams(K=K, M=M, eta=eta, noise=noise)
     system, args = system_for(params, variant), _args(params)
+    embed, picks, start = _subspace(system, K, variant)
+    index = [system.state_names.index(name) for name in picks]
 
     def rates(z: np.ndarray) -> np.ndarray:
-        return _subspace_rates(system, args, _identical_students(system, *z))
+        return np.asarray(system.rhs(0.0, embed(z), *args), dtype=float)[index]
 
-    # Flow on the invariant subspace of identical students, where the plateau attracts, from
-    # small weights; then Newton on the same two rates.
-    flow = solve_ivp(lambda t, z: rates(z), (0, 1e4), [0.25, 0.01], method="LSODA",
+    # Flow on the invariant subspace, where the plateau attracts, from small weights; then
+    # Newton on the same rates.
+    flow = solve_ivp(lambda t, z: rates(z), (0, 1e4), start, method="LSODA",
                      rtol=1e-10, atol=1e-13)
     polished = root(rates, flow.y[:, -1], method="hybr", options={"xtol": 1e-15})
-    return _fixed_point(system, args, _identical_students(system, *polished.x))
+    return _fixed_point(system, args, embed(polished.x))
 
 
 def unspecialised_fixed_point(params: CommitteeParams, variant: str) -> FixedPoint:
