@@ -457,6 +457,8 @@ class Model(abc.ABC):
         default = getattr(Model, hook, None)
         if default is None:  # not a declared hook: whatever the model defines
             return callable(getattr(self, hook, None))
+        if not callable(getattr(self, hook, None)):  # switched off (set to None)
+            return False
         return getattr(type(self), hook, default) is not default or hook in vars(self)
 
     def _unsupplied(self, hook: str) -> NotImplementedError:

@@ -68,11 +68,11 @@ def test_a_jobs_preference_resolves_auto_and_is_restored():
 
 def test_settled_rule_is_the_python_rule_it_replaced():
     """The induction head's rule as an expression, against the same rule written out."""
-    from reduced_odes.models.induction_head import PhaseThresholds
     from reduced_odes.models.induction_head.model import (
         FOUR_GRAM_FLOOR,
         FOUR_GRAM_TAIL,
         NEAR_FIXED_POINT,
+        PhaseThresholds,
     )
 
     model = get_model("induction_head")

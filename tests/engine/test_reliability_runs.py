@@ -143,15 +143,13 @@ def test_worst_case_ties_are_broken_by_grid_order():
 
 def _small_model_grid(monkeypatch):
     """The induction head's quick grid cut to two settings, for a reproduce in seconds."""
-    from reduced_odes.author import Model
     from reduced_odes.models.induction_head import MODEL
 
     real = MODEL.verify_settings
     monkeypatch.setattr(type(MODEL), "verify_settings",
                         lambda self, grid, variants: (real("quick", variants)[0][:2], []))
-    # Back to the contract's defaults, so that the model no longer supplies them.
-    monkeypatch.setattr(type(MODEL), "figures", Model.figures)  # drawn in test_figures.py
-    monkeypatch.setattr(type(MODEL), "export_derivations", Model.export_derivations)
+    monkeypatch.setattr(type(MODEL), "figures", None)  # drawn in test_figures.py
+    monkeypatch.setattr(type(MODEL), "export_derivations", None)
 
 
 def test_reproduce_leaves_committed_data_alone_and_reports_differences(tmp_path, monkeypatch,

@@ -97,7 +97,8 @@ class CommitteeMachine(Model):
     grids = ("quick", "default", "full")
     hooks = {"derive": ".derivation:derivation", "verify_settings": ".claims",
              "measure": ".claims", "claims": ".claims", "verify_metadata": ".claims",
-             "export_derivations": ".export", "figures": ".figures:draw_figures"}
+             "export_derivations": ".export", "figures": ".figures:draw_figures",
+             "compare": ".compare", "format_compare": ".compare"}
 
 
 MODEL = CommitteeMachine()

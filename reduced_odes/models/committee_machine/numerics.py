@@ -36,8 +36,8 @@ def _args(params: CommitteeParams) -> tuple[float, float]:
     return (float(params.eta), float(params.noise))
 
 
-def _symmetric_state(system, K: int, M: int, q: float, c: float, r: float) -> np.ndarray:
-    """The state with ``Q_ii = q``, ``Q_ik = c`` (i != k), ``R_in = r``."""
+def _symmetric(system, q: float, c: float, r: float) -> np.ndarray:
+    """The permutation-symmetric state ``Q_ii = q``, ``Q_ik = c`` (``i != k``), ``R_in = r``."""
     values = []
     for name in system.state_names:
         kind, i, k = name.split("_")
@@ -45,12 +45,15 @@ def _symmetric_state(system, K: int, M: int, q: float, c: float, r: float) -> np
     return np.array(values)
 
 
-def _symmetric_rates(system, K: int, args, y: np.ndarray) -> np.ndarray:
-    """The rates of ``Q_11``, ``Q_12`` (if K > 1) and ``R_11``: the flow inside the subspace."""
-    rates = np.asarray(system.rhs(0.0, y, *args), dtype=float)
-    names = system.state_names
-    picks = ["Q_1_1", *(["Q_1_2"] if K > 1 else []), "R_1_1"]
-    return np.array([rates[names.index(p)] for p in picks])
+def _subspace(system, K: int, variant: str):
+    """``(embed, picks, start)`` of the invariant subspace the plateau is sought in: identical
+    students (``Q_ik = q`` for all ``i, k``, ``R_in = r``: every ``Q_ik`` moves as ``Q_11``);
+    for ReLU, whose kernels are singular where students coincide, the permutation-symmetric
+    ``(q, c, r)``."""
+    if variant == "relu" and K > 1:
+        return ((lambda z: _symmetric(system, *z)), ["Q_1_1", "Q_1_2", "R_1_1"],
+                [0.25, 0.0, 0.01])
+    return (lambda z: _symmetric(system, z[0], z[0], z[1])), ["Q_1_1", "R_1_1"], [0.25, 0.01]
 
 
 @dataclass(frozen=True)
@@ -81,20 +84,29 @@ def _fixed_point(system, args, y: np.ndarray) -> FixedPoint:
 def _unspecialised(K: int, M: int, eta: float, noise: float, variant: str) -> FixedPoint:
     params = CommitteeParams(K=K, M=M, eta=eta, noise=noise)
     system, args = system_for(params, variant), _args(params)
-    embed = (lambda z: _symmetric_state(system, K, M, *z)) if K > 1 else (
-        lambda z: _symmetric_state(system, K, M, z[0], 0.0, z[1]))
-    # Flow inside the invariant symmetric subspace, where the plateau attracts, from a
-    # small symmetric start; then Newton on the same rates.
-    z0 = np.array([0.25, 0.0, 0.01] if K > 1 else [0.25, 0.01])
-    flow = solve_ivp(lambda t, z: _symmetric_rates(system, K, args, embed(z)), (0, 1e4), z0,
-                     method="LSODA", rtol=1e-10, atol=1e-13)
-    polished = root(lambda z: _symmetric_rates(system, K, args, embed(z)), flow.y[:, -1],
-                    method="hybr", options={"xtol": 1e-15})
+    embed, picks, start = _subspace(system, K, variant)
+    index = [system.state_names.index(name) for name in picks]
+
+    def rates(z: np.ndarray) -> np.ndarray:
+        return np.asarray(system.rhs(0.0, embed(z), *args), dtype=float)[index]
+
+    # Flow on the invariant subspace, where the plateau attracts, from small weights; then
+    # Newton on the same rates.
+    flow = solve_ivp(lambda t, z: rates(z), (0, 1e4), start, method="LSODA",
+                     rtol=1e-10, atol=1e-13)
+    polished = root(rates, flow.y[:, -1], method="hybr", options={"xtol": 1e-15})
     return _fixed_point(system, args, embed(polished.x))
 
 
 def unspecialised_fixed_point(params: CommitteeParams, variant: str) -> FixedPoint:
-    """The plateau: the fixed point with every student alike, at ``params``' ``eta`` and noise.
+    """The plateau: Saad & Solla's symmetric fixed point, where every student is the same
+    vector (``Q_ik = q`` for all ``i, k``, ``R_in = r``), at ``params``' ``eta`` and noise.
+
+    At ``eta = 0`` the direction that separates the students is marginal (they coincide, so
+    the mobility is singular there).  At ``eta > 0`` it is weakly unstable: a second
+    permutation-symmetric fixed point with ``Q_ii > Q_ik`` attracts inside the symmetric
+    subspace, at an ``eps_g`` that differs by ~5e-5 relative at ``eta = 0.1`` — far slower
+    (rate ~1e-3) than the escape, so a trajectory's plateau is read against this one.
 
     Examples
     --------
