@@ -67,8 +67,11 @@ class FixedPoint:
 
     @property
     def unstable(self) -> np.ndarray:
-        """The eigenvalues with a positive real part, largest first."""
-        growing = self.eigenvalues[self.eigenvalues.real > 0]
+        """The eigenvalues with a positive real part, largest first.  The plateau has
+        marginal directions (zero eigenvalues where the students coincide), which round-off
+        puts at +-1e-9: growth rates below 1e-6 of the largest eigenvalue are not counted."""
+        floor = 1e-6 * float(np.max(np.abs(self.eigenvalues)))
+        growing = self.eigenvalues[self.eigenvalues.real > floor]
         return np.sort(growing.real)[::-1]
 
 
