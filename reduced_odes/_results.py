@@ -100,6 +100,54 @@ def read_json(path: str | Path) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+def render_documents(stem: str, title: str, intro: str, sections, named) -> dict[str, str]:
+    """A derivation as ``<stem>.md`` (Markdown with ``$$`` math) and ``<stem>.tex`` (LaTeX).
+
+    Parameters
+    ----------
+    stem, title, intro : str
+        File stem, heading and the paragraph under it (Markdown; backticks are dropped in
+        LaTeX).
+    sections : iterable of (str, iterable of (str, object))
+        Section titles, each with its ``(label, expression)`` items in reading order.
+    named : callable
+        ``named(expression) -> [(name, latex)]``: the expression's LaTeX, as named
+        subexpressions (``name = latex``) followed by ``("", latex)``.
+
+    Examples
+    --------
+    >>> docs = render_documents("toy", "Toy", "A `toy`.", [("Loss", [("L", "x^2")])],
+    ...                         lambda expr: [("", expr)])
+    >>> print(docs["toy.md"])
+    # Toy
+    <BLANKLINE>
+    A `toy`.
+    <BLANKLINE>
+    ## Loss
+    <BLANKLINE>
+    - L:
+    <BLANKLINE>
+      $$ x^2 $$
+    <BLANKLINE>
+    <BLANKLINE>
+    """
+    md = [f"# {title}", "", intro, ""]
+    tex = [r"\documentclass{article}", r"\usepackage{amsmath}", r"\allowdisplaybreaks",
+           r"\begin{document}", rf"\section*{{{title}}}", intro.replace("`", ""), ""]
+    for heading, items in sections:
+        md += [f"## {heading}", ""]
+        tex += [rf"\subsection*{{{heading.replace('`', '')}}}"]
+        for label, expr in items:
+            md += [f"- {label}:", ""]
+            tex += [r"\paragraph{" + label.replace("_", r"\_") + "}"]
+            for name, latex in named(expr):
+                line = f"{name} = {latex}" if name else latex
+                md += [f"  $$ {line} $$", ""]
+                tex += [r"\[", line, r"\]"]
+    tex += [r"\end{document}"]
+    return {f"{stem}.md": "\n".join(md) + "\n", f"{stem}.tex": "\n".join(tex) + "\n"}
+
+
 def write_documents(directory: str | Path, documents: dict[str, str]) -> list[Path]:
     """Write text ``documents`` (file name -> text) into ``directory``, atomically.
 

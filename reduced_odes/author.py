@@ -83,7 +83,8 @@ _PROVISIONAL = {
     **dict.fromkeys(("first_sample_crossing",), "_crossing"),
     **dict.fromkeys(("t_interval",), "_stats"),
     # Result files: JSON documents, trajectories, derivation documents, provenance.
-    **dict.fromkeys(("read_json", "trajectory_record", "write_documents", "write_json"),
+    **dict.fromkeys(("read_json", "render_documents", "trajectory_record", "write_documents",
+                     "write_json"),
                     "_results"),
     **dict.fromkeys(("versions",), "_provenance"),
     **dict.fromkeys(("FIGURE_DIGITS", "rounded"), "_reproduce"),

@@ -23,6 +23,7 @@ from reduced_odes.author import (
     gaussian_expectation,
     mobility_gradient,
     online_sgd_reduction,
+    render_documents,
     write_documents,
 )
 
@@ -155,22 +156,7 @@ def render_derivations() -> dict[str, str]:
     >>> sorted(docs)  # doctest: +SKIP
     ['committee_machine.md', 'committee_machine.tex']
     """
-    md = [f"# {_TITLE}", "", _INTRO, ""]
-    tex = [r"\documentclass{article}", r"\usepackage{amsmath}", r"\allowdisplaybreaks",
-           r"\begin{document}", rf"\section*{{{_TITLE}}}", _INTRO.replace("`", ""), ""]
-    for title, items in _sections():
-        md += [f"## {title}", ""]
-        tex += [rf"\subsection*{{{title}}}"]
-        for label, expr in items:
-            md += [f"- {label}:", ""]
-            tex += [r"\paragraph{" + label.replace("_", r"\_") + "}"]
-            for name, latex in _named(expr):
-                line = f"{name} = {latex}" if name else latex
-                md += [f"  $$ {line} $$", ""]
-                tex += [r"\[", line, r"\]"]
-    tex += [r"\end{document}"]
-    return {"committee_machine.md": "\n".join(md) + "\n",
-            "committee_machine.tex": "\n".join(tex) + "\n"}
+    return render_documents("committee_machine", _TITLE, _INTRO, _sections(), _named)
 
 
 def export_derivations(directory: str | Path = "derivations") -> list[Path]:

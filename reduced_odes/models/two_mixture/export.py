@@ -103,21 +103,9 @@ def render_derivations() -> dict[str, str]:
     >>> sorted(docs), docs["two_mixture.md"].count("## Loss")  # doctest: +SKIP
     (['two_mixture.md', 'two_mixture.tex'], 4)
     """
-    md = [f"# {_TITLE}", "", _INTRO, ""]
-    tex = [r"\documentclass{article}", r"\usepackage{amsmath}", r"\allowdisplaybreaks",
-           r"\begin{document}", rf"\section*{{{_TITLE}}}", _INTRO.replace("`", ""), ""]
-    for title, items in _sections():
-        md += [f"## {title}", ""]
-        tex += [rf"\subsection*{{{title.replace('`', '')}}}"]
-        for label, expr in items:
-            md += [f"- {label}:", ""]
-            tex += [r"\paragraph{" + label.replace("_", r"\_") + "}"]
-            for name, latex in _named(expr):
-                line = f"{name} = {latex}" if name else latex
-                md += [f"  $$ {line} $$", ""]
-                tex += [r"\[", line, r"\]"]
-    tex += [r"\end{document}"]
-    return {"two_mixture.md": "\n".join(md) + "\n", "two_mixture.tex": "\n".join(tex) + "\n"}
+    from reduced_odes.author import render_documents
+
+    return render_documents("two_mixture", _TITLE, _INTRO, _sections(), _named)
 
 
 def export_derivations(directory: str | Path = "derivations") -> list[Path]:
