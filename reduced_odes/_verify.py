@@ -13,7 +13,7 @@ import json
 import math
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ._backend import for_job, preferred_backend
@@ -40,6 +40,14 @@ class Claim:
     passed: bool
     detail: str = ""
     informative: bool = False
+
+    def __post_init__(self):
+        # A model's claims often compute with NumPy: its scalars become plain Python ones,
+        # so that the verdict serialises (np.bool_ is no bool to JSON).
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if type(value).__module__ == "numpy" and hasattr(value, "item"):
+                object.__setattr__(self, item.name, value.item())
 
     def as_dict(self) -> dict:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
@@ -170,6 +178,9 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     model = get_model(model)
     if not model.supports("claims"):
         raise ParameterError(f"model={model.name!r} supplies no claims to verify")
+    if not model.grids:
+        raise ParameterError(f"model={model.name!r} declares no verification grid (grids = ()); "
+                             f"allowed: a model whose grids name at least one")
     if grid not in model.grids:
         raise ParameterError(f"grid={grid!r}; allowed: {', '.join(model.grids)}")
     variants = list(model.variants) if variant in (None, "all") else [

@@ -180,10 +180,11 @@ def _cmd_models(args: argparse.Namespace) -> int:
 # -- verify ----------------------------------------------------------------------------
 def _add_verify_arguments(parser: argparse.ArgumentParser, model) -> None:
     _add_variant_option(parser, model, with_all=True)
-    grids = getattr(model, "grids", ("quick", "default", "full"))
-    parser.add_argument("--grid", choices=grids, default=grids[0],
-                        help=f"verification grid (default: {grids[0]}; 'default' is the "
-                             f"main job's)")
+    grids = tuple(getattr(model, "grids", ("quick", "default", "full")))
+    # A model may declare no grid: every command still parses, and verify refuses in one line.
+    parser.add_argument("--grid", choices=grids or None, default=grids[0] if grids else None,
+                        help=f"verification grid (default: {grids[0] if grids else 'none'}; "
+                             f"'default' is the main job's)")
     parser.add_argument("--json", action="store_true",
                         help="print the claims as JSON (default: a table)")
     parser.add_argument("--out", metavar="DIR", default=None,
