@@ -16,7 +16,12 @@ use, so integrating from a warm compile cache never imports SymPy.
 
 import importlib
 
+from ._blas import pin_kernel
 from ._version import __version__
+
+# Before NumPy loads OpenBLAS: the same kernel, and so the same bits, on every x86-64 CPU
+# with AVX2 (see reduced_odes._blas).
+pin_kernel()
 
 _LAZY = {
     **dict.fromkeys(("Crossing", "Model", "SettledRule"), "_contract"),

@@ -188,3 +188,21 @@ def test_two_blas_kernels_give_identical_tables(tmp_path):
         assert result.returncode in (0, 1), result.stderr
         tables.append((out / "verify-quick.md").read_text())
     assert tables[0] == tables[1]
+
+
+def test_importing_the_package_pins_one_blas_kernel_before_numpy_loads():
+    """A fresh process that imports the package first runs OpenBLAS's Haswell kernel on every
+    x86-64 CPU with AVX2 (the committed data's), and records it; NumPy loaded first keeps
+    its own."""
+    from reduced_odes._blas import _NEEDS, KERNEL, _cpu_flags
+
+    if not _NEEDS <= _cpu_flags():
+        pytest.skip("no AVX2/FMA: OpenBLAS keeps its own kernel here")
+    env = {k: v for k, v in ENV.items() if k not in ("OPENBLAS_CORETYPE", "REDUCED_ODES_BLAS")}
+    probe = ("import {first}, os; from reduced_odes._provenance import platform_stamp; "
+             "print(os.environ.get('OPENBLAS_CORETYPE'), platform_stamp()['openblas_coretype'])")
+    for first, expected in (("reduced_odes", f"{KERNEL} {KERNEL}"), ("numpy, reduced_odes",
+                                                                      "None None")):
+        out = subprocess.run([sys.executable, "-c", probe.format(first=first)], env=env,
+                             capture_output=True, text=True, timeout=60)
+        assert out.stdout.split() == expected.split(), out.stderr
