@@ -100,7 +100,8 @@ def read_json(path: str | Path) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-def render_documents(stem: str, title: str, intro: str, sections, named) -> dict[str, str]:
+def render_documents(stem: str, title: str, intro: str, sections, named, *,
+                     intro_in_latex: bool = True) -> dict[str, str]:
     """A derivation as ``<stem>.md`` (Markdown with ``$$`` math) and ``<stem>.tex`` (LaTeX).
 
     Parameters
@@ -113,6 +114,9 @@ def render_documents(stem: str, title: str, intro: str, sections, named) -> dict
     named : callable
         ``named(expression) -> [(name, latex)]``: the expression's LaTeX, as named
         subexpressions (``name = latex``) followed by ``("", latex)``.
+    intro_in_latex : bool
+        False: the LaTeX document opens with the heading alone (the Markdown keeps
+        the paragraph).
 
     Examples
     --------
@@ -133,7 +137,9 @@ def render_documents(stem: str, title: str, intro: str, sections, named) -> dict
     """
     md = [f"# {title}", "", intro, ""]
     tex = [r"\documentclass{article}", r"\usepackage{amsmath}", r"\allowdisplaybreaks",
-           r"\begin{document}", rf"\section*{{{title}}}", intro.replace("`", ""), ""]
+           r"\begin{document}", rf"\section*{{{title}}}"]
+    if intro_in_latex:
+        tex += [intro.replace("`", ""), ""]
     for heading, items in sections:
         md += [f"## {heading}", ""]
         tex += [rf"\subsection*{{{heading.replace('`', '')}}}"]

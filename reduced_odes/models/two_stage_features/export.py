@@ -1,4 +1,4 @@
-"""The derivation documents ``two_stage_features.md`` and ``.tex``: every derived expression, rendered.
+"""The derivation documents ``two_stage_features.md`` and ``.tex``: every derived expression.
 
 The bytes depend only on the derivation (no dates), so a regeneration test can
 compare them with the committed files.
@@ -11,6 +11,8 @@ from pathlib import Path
 __all__ = ["export_derivations", "render_derivations"]
 
 _TITLE = "Two-stage feature model (reconstruction of Gong et al.): derivation"
+_INTRO = ("A labelled reconstruction, not the paper's model. Every line below is derived by "
+          "SymPy; regenerate with `reduced-odes derive --model two_stage_features`.")
 
 
 def _sections() -> list[tuple[str, list[tuple[str, object]]]]:
@@ -39,7 +41,8 @@ def _sections() -> list[tuple[str, list[tuple[str, object]]]]:
     six += [(f"leading {k}", e) for k, e in cf.leading.items()]
     six += [(f"fraction {k}", e) for k, e in cf.fraction.items()]
     six += [(f"integrand {k}", e) for k, e in cf.integrand.items()]
-    six += [("Gram matrix of grad A, grad B", cf.gram), ("curvatures of L in A and B", sp.Matrix(cf.curvature)),
+    six += [("Gram matrix of grad A, grad B", cf.gram),
+            ("curvatures of L in A and B", sp.Matrix(cf.curvature)),
             ("adiabatic lag A - A* (Stage II)", cf.lag)]
     six += [(f"fixed value: {k}", e) for k, e in cf.logistic.items()]
     return [("Loss by enumeration of the finite mixture (ReLU)", loss),
@@ -48,32 +51,25 @@ def _sections() -> list[tuple[str, list[tuple[str, object]]]]:
             ("Section-6 closed forms (derived from the flow)", six)]
 
 
+def _named(expr) -> list[tuple[str, str]]:
+    """``[("", latex)]``: every expression is printed whole."""
+    import sympy as sp
+
+    return [("", sp.latex(expr))]
+
+
 def render_derivations() -> dict[str, str]:
-    """The Markdown and LaTeX documents.
+    """The Markdown and LaTeX documents, by file name.
 
     Examples
     --------
     >>> sorted(render_derivations())  # doctest: +SKIP
     ['two_stage_features.md', 'two_stage_features.tex']
     """
-    import sympy as sp
+    from reduced_odes.author import render_documents
 
-    sections = _sections()
-    md = [f"# {_TITLE}", "",
-          "A labelled reconstruction, not the paper's model. Every line below is derived by "
-          "SymPy; regenerate with `reduced-odes derive --model two_stage_features`.", ""]
-    tex = [r"\documentclass{article}", r"\usepackage{amsmath}", r"\allowdisplaybreaks",
-           r"\begin{document}", rf"\section*{{{_TITLE}}}"]
-    for title, items in sections:
-        md += [f"## {title}", ""]
-        tex += [rf"\subsection*{{{title}}}"]
-        for label, expr in items:
-            latex = sp.latex(expr)
-            md += [f"- {label}:", "", f"  $$ {latex} $$", ""]
-            escaped = label.replace("_", r"\_")
-            tex += [rf"\paragraph{{{escaped}}}", r"\[", latex, r"\]"]
-    tex += [r"\end{document}"]
-    return {"two_stage_features.md": "\n".join(md) + "\n", "two_stage_features.tex": "\n".join(tex) + "\n"}
+    return render_documents("two_stage_features", _TITLE, _INTRO, _sections(), _named,
+                            intro_in_latex=False)
 
 
 def export_derivations(directory: str | Path = "derivations") -> list[Path]:
