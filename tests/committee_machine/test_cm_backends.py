@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 
 from reduced_odes import SolverConfig, solve
-from reduced_odes.models.committee_machine import MODEL, CommitteeParams
+from reduced_odes.models.committee_machine import MODEL, CommitteeParams, overlap_state
 
 #: A start that is not the model's default: unequal norms and a small, irregular asymmetry.
-START = {"Q_1_1": 0.2, "Q_1_2": 0.0, "Q_2_2": 0.3, "R_1_1": 1e-3, "R_1_2": 2e-3,
-         "R_2_1": 1.5e-3, "R_2_2": 1e-3}
+START = overlap_state(Q=[[0.2, 0.0], [0.0, 0.3]], R=[[1e-3, 2e-3], [1.5e-3, 1e-3]])
 
 
 def _phases(eta: float, config: SolverConfig) -> dict:

@@ -19,7 +19,7 @@ from reference import (
 )
 
 from reduced_odes import SolverConfig, load_system, solve
-from reduced_odes.models.committee_machine import MODEL, CommitteeParams
+from reduced_odes.models.committee_machine import MODEL, CommitteeParams, overlap_state
 
 CASES = [c["name"] for c in reference_cases()]
 #: nn2pp prints 6 digits: +-1.6e-5 in T_escape per sample (see test_reference.py), x 1.5.
@@ -28,13 +28,6 @@ PRINTED = 2.5e-5
 
 def _case(name: str) -> dict:
     return next(c for c in reference_cases() if c["name"] == name)
-
-
-def _initial(Q: np.ndarray, R: np.ndarray) -> dict[str, float]:
-    K, M = np.shape(R)
-    start = {f"Q_{i + 1}_{k + 1}": float(Q[i][k]) for i in range(K) for k in range(i, K)}
-    start.update({f"R_{i + 1}_{n + 1}": float(R[i][n]) for i in range(K) for n in range(M)})
-    return start
 
 
 #: Larger erf systems with the learning-rate term derive for ~30 s each: slow.
@@ -55,7 +48,7 @@ def test_derived_rates_equal_the_hand_typed_ode(activation, K, M, eta, noise):
     for _ in range(5):
         W = rng.uniform(-0.7, 0.7, (K, M + K))  # realisable overlaps, T = I
         Q, R = W @ W.T, W[:, :M]
-        state = _initial(Q, R)
+        state = overlap_state(Q, R)
         y = np.array([state[name] for name in system.state_names])
         expected = rhs(pack(Q, R), K, M, eta, noise, activation=activation)
         # Both are float64 evaluations of the same closed forms: round-off, ~1e-15.
@@ -68,7 +61,7 @@ def test_derived_rates_equal_the_hand_typed_ode(activation, K, M, eta, noise):
 def test_t_escape_equals_the_independent_integration(case, eta):
     c = _case(case)
     traj = solve(CommitteeParams(K=c["K"], M=c["M"], eta=eta), "erf", model=MODEL,
-                 initial=_initial(c["Q0"], c["R0"]))
+                 initial=overlap_state(c["Q0"], c["R0"]))
     reference = t_escape(c["Q0"], c["R0"], c["K"], c["M"], eta)
     # Two integrations at rtol 1e-10 (LSODA) and 1e-11: their phase times agree to ~1e-9.
     assert abs(traj.phases["T_escape"] / reference - 1) < 1e-8, (traj.phases, reference)
@@ -90,7 +83,7 @@ def test_t_escape_equals_nn2pp(case):
     """At eta = 0.1, nn2pp's forward-Euler T_escape extrapolated to dt -> 0 (Richardson on its
     two finest steps); at eta -> 0, its line through eta = 0.01 and 0.001 (it cannot run at 0)."""
     c = _case(case)
-    start = _initial(c["Q0"], c["R0"])
+    start = overlap_state(c["Q0"], c["R0"])
     ours = {eta: solve(CommitteeParams(eta=eta), "erf", model=MODEL,
                        initial=start).phases["T_escape"] for eta in (0.0, 0.1)}
     richardson = 2 * _nn2pp_escape(case, 0.1, 0.0025) - _nn2pp_escape(case, 0.1, 0.005)
@@ -107,7 +100,7 @@ def test_learning_curve_equals_the_independent_integration(eta):
     c = _case(CASES[0])
     times = np.geomspace(1.0, 300.0, 25)
     traj = solve(CommitteeParams(eta=eta), "erf", SolverConfig(t_end=300.0), model=MODEL,
-                 initial=_initial(c["Q0"], c["R0"]))
+                 initial=overlap_state(c["Q0"], c["R0"]))
     ours = traj.observables_at(times)["eps_g"]
     reference = reference_solution(c["Q0"], c["R0"], 2, 2, eta, t_eval=times).eps_g
     # Global errors of two rtol-1e-10/1e-11 integrations, amplified near the escape (x ~30).

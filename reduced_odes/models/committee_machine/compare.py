@@ -21,7 +21,7 @@ from reduced_odes.author import t_interval
 
 from .ground_truth import first_crossing, train
 from .numerics import largest_learning_rate, unspecialised_fixed_point
-from .params import CommitteeParams
+from .params import CommitteeParams, overlap_state
 
 __all__ = ["CONFIDENCE", "compare", "format_compare"]
 
@@ -34,20 +34,13 @@ START_R = [[0.03, 0.01], [0.01, 0.03]]
 SYMMETRIC_R = [[0.010001, 0.01], [0.01, 0.010001]]
 
 
-def _initial(Q, R) -> dict[str, float]:
-    K, M = np.shape(R)
-    start = {f"Q_{i + 1}_{k + 1}": float(Q[i][k]) for i in range(K) for k in range(i, K)}
-    start.update({f"R_{i + 1}_{n + 1}": float(R[i][n]) for i in range(K) for n in range(M)})
-    return start
-
-
 def _ode(eta: float, R, t_end: float) -> dict:
     """The ODE from the start: its T_escape, plateau height and final eps_g."""
     from .model import MODEL
 
     params = CommitteeParams(eta=eta)
     traj = solve(params, "erf", SolverConfig(t_end=t_end), model=MODEL,
-                 initial=_initial(START_Q, R))
+                 initial=overlap_state(START_Q, R))
     T = traj.phases["T_escape"]
     height = float(traj.observables_at([T / 2])["eps_g"][0]) if math.isfinite(T) else math.nan
     return {"T_escape": T, "plateau": height, "final": traj.final["eps_g"],

@@ -16,7 +16,7 @@ import math
 
 from reduced_odes.author import Crossing, Model, ParameterError, SettledRule
 
-from .params import ACTIVATIONS, CommitteeParams, PhaseLevels, initial_overlaps
+from .params import ACTIVATIONS, CommitteeParams, PhaseLevels, initial_overlaps, overlap_state
 
 __all__ = ["MODEL", "CommitteeMachine"]
 
@@ -63,10 +63,7 @@ class CommitteeMachine(Model):
         return (float(params.eta), float(params.noise))
 
     def initial_state(self, params: CommitteeParams, variant: str) -> list[float]:
-        Q, R = initial_overlaps(params)
-        K, M = params.K, params.M
-        return [float(Q[i, k]) for i in range(K) for k in range(i, K)] + [
-            float(R[i, n]) for i in range(K) for n in range(M)]
+        return list(overlap_state(*initial_overlaps(params)).values())
 
     def phases(self, params, variant, initial, thresholds) -> list[Crossing]:
         from .numerics import unspecialised_fixed_point

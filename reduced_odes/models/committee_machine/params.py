@@ -22,7 +22,8 @@ from reduced_odes.author import (
     positive,
 )
 
-__all__ = ["ACTIVATIONS", "CommitteeParams", "PhaseLevels", "initial_overlaps"]
+__all__ = ["ACTIVATIONS", "CommitteeParams", "PhaseLevels", "initial_overlaps",
+           "overlap_state"]
 
 #: The model's variants: the activation of student and teacher alike.
 ACTIVATIONS = ("erf", "relu", "linear")
@@ -84,6 +85,22 @@ def initial_overlaps(params: CommitteeParams) -> tuple[np.ndarray, np.ndarray]:
     for i in range(min(params.K, params.M)):
         R[i, i] += params.asymmetry
     return Q, R
+
+
+def overlap_state(Q, R) -> dict[str, float]:
+    """The overlaps ``Q`` (K x K, symmetric) and ``R`` (K x M) by state name, in the model's
+    order: ``Q_i_k`` for ``i <= k`` row by row, then ``R_i_n``; the ``initial`` of
+    :func:`~reduced_odes.solve` from given overlaps.
+
+    Examples
+    --------
+    >>> overlap_state([[0.2, 0.1], [0.1, 0.3]], [[0.01], [0.02]])
+    {'Q_1_1': 0.2, 'Q_1_2': 0.1, 'Q_2_2': 0.3, 'R_1_1': 0.01, 'R_2_1': 0.02}
+    """
+    K, M = np.shape(R)
+    state = {f"Q_{i + 1}_{k + 1}": float(Q[i][k]) for i in range(K) for k in range(i, K)}
+    state.update({f"R_{i + 1}_{n + 1}": float(R[i][n]) for i in range(K) for n in range(M)})
+    return state
 
 
 @dataclass(frozen=True)
