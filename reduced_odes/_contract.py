@@ -30,7 +30,8 @@ if TYPE_CHECKING:  # the symbolic half is imported only when a model is derived
     from ._trajectory import Trajectory
     from ._verify import Claim
 
-__all__ = ["FORWARDABLE", "OPTIONAL_HOOKS", "Crossing", "DerivationError", "Model", "SettledRule"]
+__all__ = ["FORWARDABLE", "OPTIONAL_HOOKS", "CommittedFigures", "Crossing", "DerivationError",
+           "Model", "SettledRule"]
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,55 @@ class Crossing:
     def __post_init__(self):
         if self.direction not in (1, -1):
             raise ValueError(f"direction={self.direction!r}; allowed: 1, -1")
+
+
+@dataclass(frozen=True)
+class CommittedFigures:
+    """What the test suite checks of a model's committed figures (``figures/<model>/``)
+    and of their data files (``figures/data/<model>/``).
+
+    Every committed figure is drawn again from the committed data alone (no
+    integration) and compared byte for byte, where the matplotlib version that
+    wrote it is the one installed.  Each data file named here is computed afresh
+    (by :meth:`Model.figures`, as when it is missing) and compared with the
+    committed one to two units of its last kept digit.
+
+    Attributes
+    ----------
+    digits : int, optional
+        Significant digits the data files keep; required with ``data`` or ``slow_data``.
+    floor : float
+        Values within ``floor`` of zero are written as 0 (0: none are); a fresh value
+        may differ from a committed one by ten times that.
+    data : tuple of str
+        Data files computed afresh in the default test run.
+    slow_data : tuple of str
+        Data files too slow for the default run: computed afresh in ``pytest -m slow``.
+    slow_drawing : bool
+        Drawing the figures takes too long for the default run: they are drawn in
+        ``pytest -m slow`` only.
+
+    Examples
+    --------
+    >>> checks = CommittedFigures(digits=5, data=("stages.json",), slow_data=("scaling.json",))
+    >>> checks.data + checks.slow_data
+    ('stages.json', 'scaling.json')
+    >>> CommittedFigures(data=("stages.json",))
+    Traceback (most recent call last):
+    ...
+    ValueError: digits=None; allowed: the significant digits the data files keep
+    """
+
+    digits: int | None = None
+    floor: float = 0.0
+    data: tuple[str, ...] = ()
+    slow_data: tuple[str, ...] = ()
+    slow_drawing: bool = False
+
+    def __post_init__(self):
+        if (self.data or self.slow_data) and self.digits is None:
+            raise ValueError(f"digits={self.digits!r}; allowed: the significant digits the "
+                             f"data files keep")
 
 
 #: The optional hooks: methods with a default here, which a model overrides or names in
@@ -243,7 +293,9 @@ class Model(abc.ABC):
             def export_derivations(self, directory):
                 return write_documents(directory, {"my_model.md": render_markdown()})
 
-    15. ``figures``: :meth:`figures` draws from data files (computing missing ones)::
+    15. ``figures``: :meth:`figures` draws from data files (computing missing ones), and
+        ``committed_figures`` says how the tests check the committed ones
+        (:class:`CommittedFigures`)::
 
             def figures(self, out, data, formats):
                 return draw_from_data(FIGURES, out, data, formats, "my_model", write_data)
@@ -307,6 +359,9 @@ class Model(abc.ABC):
     #: function of the hook's name) or ``"module:function"``, the module relative to the
     #: package of the model's class (a leading dot) or absolute.  Imported on first call.
     hooks: ClassVar[Mapping[str, str]] = {}
+    #: How the test suite checks the committed figures and their data files (the data
+    #: files it computes afresh, their digits; see :class:`CommittedFigures`).
+    committed_figures: ClassVar[CommittedFigures] = CommittedFigures()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

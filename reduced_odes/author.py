@@ -76,6 +76,8 @@ _STABLE = {
 
 #: Name -> engine module, for the shared helpers that may change in a minor release.
 _PROVISIONAL = {
+    # What the test suite checks of a model's committed figures and their data.
+    **dict.fromkeys(("CommittedFigures",), "_contract"),
     # Running many settings: the resumable sweep, a process pool, progress on stderr.
     **dict.fromkeys(("load_grid", "process_pool", "read_results", "run_sweep", "setting_key"),
                     "_sweep"),

@@ -5,8 +5,8 @@ the derived loss; the compiled right-hand side, Jacobian and loss equal SymPy's
 evaluation; the loss does not increase along the trajectory from the model's
 default start; the phases come out in the declared order; and every parameter
 outside its declared range raises ``ParameterError``.  For each model: the hooks
-it names resolve to functions that take the hook's arguments, and its committed
-derivation documents are what ``derive`` writes.  For each file of the built-in
+it names resolve to functions that take the hook's arguments (its committed
+outputs: tests/engine/test_model_outputs.py).  For each file of the built-in
 models: it imports no private engine module.
 """
 
@@ -184,22 +184,6 @@ def test_output_grid_is_numpys_geomspace_to_the_bit(t_end, n_output):
 
     expected = np.concatenate([[0.0], np.geomspace(min(1e-3, t_end / 10), t_end, n_output)])
     np.testing.assert_array_equal(output_times(t_end, n_output), expected)
-
-
-def _supplying(hook: str) -> list[str]:
-    return [name for name in MODELS if get_model(name).supports(hook)]
-
-
-@pytest.mark.parametrize("name", _supplying("export_derivations"))
-def test_committed_derivations_are_what_derive_writes(name, tmp_path):
-    committed = sorted((ROOT / "derivations").glob(f"{name}.*"))
-    if not committed:
-        pytest.skip(f"no derivations of {name} are committed")
-    written = get_model(name).export_derivations(tmp_path)
-    assert sorted(p.name for p in written) == [p.name for p in committed]
-    for path in committed:
-        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), (
-            f"run `reduced-odes derive --model {name}` and commit {path.name}")
 
 
 #: Arguments each hook is called with by the engine (see reduced_odes.cli and _verify),

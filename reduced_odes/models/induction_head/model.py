@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from reduced_odes.author import Crossing, Model, SettledRule
+from reduced_odes.author import CommittedFigures, Crossing, Model, SettledRule
 
 from .params import ModelParams, PhaseThresholds
 
@@ -51,6 +51,9 @@ class InductionHead(Model):
              "verify_metadata": ".claims", "export_derivations": ".export",
              "figures": ".figures:draw_figures", "compare": ".ground_truth:run_compare",
              "format_compare": ".ground_truth"}
+    #: Drawing both closures' figures takes ~30 s.  The data files are unrounded runs and
+    #: predictions, kept at full precision: none is declared for regeneration.
+    committed_figures = CommittedFigures(slow_drawing=True)
 
     def check(self, params: ModelParams, variant: str) -> None:
         params.check_closure(variant)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from reduced_odes.author import Crossing, Model, ParameterError, SettledRule
+from reduced_odes.author import CommittedFigures, Crossing, Model, ParameterError, SettledRule
 
 from .numerics import initial_moments, reduced_loss, square_optimum
 from .params import LOSSES, TwoMixtureParams, initial_theta
@@ -39,6 +39,11 @@ class TwoMixture(Model):
              "measure": ".claims", "claims": ".claims", "verify_metadata": ".claims",
              "export_derivations": ".export", "figures": ".figures:draw_figures",
              "compare": ".ground_truth", "format_compare": ".ground_truth"}
+    #: The figure data keep DIGITS (5) digits (figures/data.py); scaling.json integrates
+    #: 14 settings.
+    committed_figures = CommittedFigures(
+        digits=5, data=("stages.json", "separation.json", "algorithm1.json"),
+        slow_data=("scaling.json",))
 
     def check(self, params: TwoMixtureParams, variant: str) -> None:
         """Thresholds that the loss makes unreachable raise :class:`ParameterError`."""

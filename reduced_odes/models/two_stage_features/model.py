@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from reduced_odes.author import Crossing, Model, SettledRule
+from reduced_odes.author import CommittedFigures, Crossing, Model, SettledRule
 
 from .numerics import targets
 from .params import ACTIVATIONS, TwoStageParams, TwoStageThresholds
@@ -59,6 +59,9 @@ class TwoStageFeatures(Model):
              "measure": ".claims", "claims": ".claims", "verify_metadata": ".claims",
              "export_derivations": ".export", "figures": ".figures:draw_figures",
              "compare": ".ground_truth:run_compare", "format_compare": ".ground_truth"}
+    #: The figure data keep DIGITS (5) digits (figures/data.py).
+    committed_figures = CommittedFigures(
+        digits=5, data=("scaling.json", "trajectory-sigma0.0001.json"))
 
     def parameter_values(self, params: TwoStageParams, variant: str) -> tuple[float, ...]:
         tau = 1.0 if params.train_value else 0.0
