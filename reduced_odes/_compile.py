@@ -87,6 +87,18 @@ class CompiledSystem:
         flow of block ``b`` in its own coordinates.
     log_times : tuple of float or None
         Each block's ``log_time``.
+
+    Examples
+    --------
+    Made by :func:`load_system`; the deep linear network integrates ``ln a, ln b``:
+
+    >>> import math
+    >>> system = load_system("deep_linear")
+    >>> system.coordinate_names, system.state_names, system.observable_names
+    (('log_a', 'log_b'), ('a', 'b'), ('u', 'loss'))
+    >>> y, s = [0.0, 0.0], 2.0  # a = b = 1, target s = 2
+    >>> system.rhs(0.0, y, s), system.loss(y, s), system.state([math.log(0.5), 0.0], s)
+    ([1.0, 1.0], [0.5], [0.5, 1.0])
     """
 
     model: str

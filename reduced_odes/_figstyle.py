@@ -19,10 +19,11 @@ from ._params import ParameterError
 from ._results import read_json
 from ._version import __version__
 
-__all__ = ["COLUMN_WIDTH", "FORMATS", "as_array", "draw_from_data", "house_style", "OKABE_ITO", "SERIES", "SHADES", "STYLE", "TIME_LABEL",
-           "log_time_axis", "log_x", "new_figure", "parse_formats", "render", "save_figure",
-           "sci", "shade_spans", "stamp"]
+__all__ = ["COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE", "TIME_LABEL",
+           "as_array", "draw_from_data", "house_style", "log_time_axis", "log_x", "new_figure",
+           "parse_formats", "render", "save_figure", "sci", "shade_spans", "stamp"]
 
+#: The formats figures are written in (the `figures` command's default, in this order).
 FORMATS = ("png", "pdf")
 #: Okabe & Ito (2008), the colour-blind safe palette.
 OKABE_ITO = {
@@ -56,7 +57,18 @@ TIME_LABEL = "t (gradient-flow time)"
 
 
 def house_style(plot):
-    """Decorator: draw inside the house rc settings, so text added after the axes uses them too."""
+    """Decorator: draw inside the house rc settings, so text added after the axes uses them too.
+
+    Examples
+    --------
+    >>> @house_style
+    ... def plot_note(document):
+    ...     fig, (ax,) = new_figure(1.5, 1)
+    ...     ax.text(0.5, 0.5, document["note"])
+    ...     return fig
+    >>> plot_note({"note": "plateau"}).axes[0].texts[0].get_fontsize()  # STYLE's, not 10
+    7.0
+    """
     import functools
 
     @functools.wraps(plot)
@@ -98,7 +110,14 @@ def parse_formats(text: str | Sequence[str]) -> list[str]:
 
 def new_figure(height: float, nrows: int, *, ncols: int = 1, sharex: bool = False,
                heights=None, width: float = COLUMN_WIDTH):
-    """A constrained-layout figure in the house style and its axes (always an array)."""
+    """A constrained-layout figure in the house style and its axes (always an array).
+
+    Examples
+    --------
+    >>> fig, axes = new_figure(2.0, 2, sharex=True)
+    >>> len(axes), fig.get_size_inches().tolist()  # one column wide
+    (2, [3.4, 2.0])
+    """
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -128,7 +147,15 @@ def sci(value: float) -> str:
 
 def stamp(fig, name: str, *, subject: str = "", keywords: Sequence[str] = (),
           versions: Mapping | None = None, data: Sequence[str] = ()) -> None:
-    """Attach the provenance (title, subject, keywords) that :func:`save_figure` writes."""
+    """Attach the provenance (title, subject, keywords) that :func:`save_figure` writes.
+
+    Examples
+    --------
+    >>> fig, _ = new_figure(1.5, 1)
+    >>> stamp(fig, "stages", subject="losses", keywords=["model=toy"], data=["stages.json"])
+    >>> fig._reduced_odes_meta["keywords"][1:]
+    ['figure=stages', 'model=toy', 'data=stages.json']
+    """
     words = [f"reduced-odes {__version__}", f"figure={name}", *keywords]
     if versions:
         words += [f"{k} {v}" for k, v in sorted(versions.items()) if k != "reduced-odes"]
@@ -138,7 +165,15 @@ def stamp(fig, name: str, *, subject: str = "", keywords: Sequence[str] = (),
 
 
 def log_x(ax, lo: float, hi: float) -> None:
-    """Logarithmic x axis on ``[lo, hi]`` with unlabelled minor ticks."""
+    """Logarithmic x axis on ``[lo, hi]`` with unlabelled minor ticks.
+
+    Examples
+    --------
+    >>> fig, (ax,) = new_figure(1.5, 1)
+    >>> log_x(ax, 1e-3, 1e2)
+    >>> ax.get_xscale(), [float(x) for x in ax.get_xlim()]
+    ('log', [0.001, 100.0])
+    """
     from matplotlib.ticker import LogLocator, NullFormatter
 
     ax.set_xscale("log")
@@ -148,7 +183,15 @@ def log_x(ax, lo: float, hi: float) -> None:
 
 
 def log_time_axis(ax, lo: float, hi: float) -> None:
-    """:func:`log_x` with a major tick at every decade."""
+    """:func:`log_x` with a major tick at every decade.
+
+    Examples
+    --------
+    >>> fig, (ax,) = new_figure(1.5, 1)
+    >>> log_time_axis(ax, 1e-2, 1e4)
+    >>> [float(x) for x in ax.get_xticks() if 1e-2 <= x <= 1e4]
+    [0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0]
+    """
     from matplotlib.ticker import LogLocator
 
     log_x(ax, lo, hi)
@@ -161,6 +204,17 @@ def shade_spans(ax, edges: Sequence[float], names: Sequence[str], labels: bool =
     A boundary earlier than the one before it is moved up to it (so a band can
     be empty); a non-finite boundary ends the shading.  Returns whether the
     given boundaries were finite and in order.
+
+    Examples
+    --------
+    >>> fig, (ax,) = new_figure(1.5, 1)
+    >>> log_time_axis(ax, 1e-2, 1e4)
+    >>> shade_spans(ax, [1e-2, 1.0, 50.0, 1e4], ["I", "plateau", "II"])
+    True
+    >>> [text.get_text() for text in ax.texts]
+    ['I', 'plateau', 'II']
+    >>> shade_spans(ax, [1e-2, 60.0, 50.0, 1e4], ["I", "plateau", "II"], labels=False)
+    False
     """
     inner = list(edges[1:-1])
     in_order = all(math.isfinite(v) for v in inner) and inner == sorted(inner)
@@ -183,7 +237,16 @@ def shade_spans(ax, edges: Sequence[float], names: Sequence[str], labels: bool =
 
 
 def render(fig, fmt: str) -> bytes:
-    """The figure as PNG or PDF bytes, with fixed metadata and no timestamps."""
+    """The figure as PNG or PDF bytes, with fixed metadata and no timestamps.
+
+    Examples
+    --------
+    >>> fig, (ax,) = new_figure(1.5, 1)
+    >>> _ = ax.plot([1, 2], [3, 4])
+    >>> pdf = render(fig, "pdf")
+    >>> pdf[:5], b"/CreationDate" in pdf, render(fig, "pdf") == pdf
+    (b'%PDF-', False, True)
+    """
     import matplotlib
 
     if fmt not in FORMATS:
@@ -205,7 +268,16 @@ def render(fig, fmt: str) -> bytes:
 
 
 def save_figure(fig, path_stem: str | Path, formats: Sequence[str] = FORMATS) -> list[Path]:
-    """Write ``<path_stem>.<fmt>`` for each format; unchanged bytes are not rewritten."""
+    """Write ``<path_stem>.<fmt>`` for each format; unchanged bytes are not rewritten.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> fig, (ax,) = new_figure(1.5, 1)
+    >>> _ = ax.plot([1, 2], [3, 4])
+    >>> [p.name for p in save_figure(fig, f"{tempfile.mkdtemp()}/line", ["png", "pdf"])]
+    ['line.png', 'line.pdf']
+    """
     paths = []
     for fmt in formats:
         data = render(fig, fmt)
@@ -229,6 +301,25 @@ def draw_from_data(figures: Mapping, out: str | Path, data: str | Path,
     Each format gets a freshly drawn figure: a layout settled by one renderer
     shifts the next by ~1e-5 pt, so a format's bytes would otherwise depend on
     the formats drawn before it.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from reduced_odes.author import write_json
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> def compute_missing(data, names):
+    ...     for name in names:
+    ...         write_json(data / name, {"t": [1, 10, 100], "u": [0.1, 0.5, 0.9]})
+    >>> @house_style
+    ... def plot_u(document):
+    ...     fig, (ax,) = new_figure(1.5, 1)
+    ...     ax.plot(document["t"], document["u"])
+    ...     return fig
+    >>> figures = {"u": (plot_u, "u.json", "u against t")}
+    >>> paths = draw_from_data(figures, root / "figures", root / "data", ["png"], "toy",
+    ...                        compute_missing)
+    >>> [p.name for p in paths], [p.name for p in (root / "data").iterdir()]
+    (['u.png'], ['u.json'])
     """
     out, data = Path(out), Path(data)
     missing = sorted({source for _, source, _ in figures.values()

@@ -36,7 +36,16 @@ METHODS = ("LSODA", "Radau", "BDF")
 
 
 class ParameterError(ValueError):
-    """An input outside its allowed range; the message names it, its value and the range."""
+    """An input outside its allowed range; the message names it, its value and the range.
+
+    Examples
+    --------
+    >>> try:
+    ...     SolverConfig(rtol=2.0)
+    ... except ParameterError as error:
+    ...     print(error)
+    rtol=2.0 is outside the open interval (0, 1)
+    """
 
 
 #: The integrators a :class:`SolverConfig` may name (see its ``backend``); which one runs
@@ -113,6 +122,16 @@ class Range:
     Build one with :func:`interval`, :func:`positive`, :func:`integer`,
     :func:`choice` or :func:`flag`; ``text`` is what error messages and the CLI
     help show.
+
+    Examples
+    --------
+    >>> width = integer(1, 5)
+    >>> width.text, width.check("K", 3.0)
+    ('an integer in [1, 5]', 3)
+    >>> width.check("K", 6)
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: K=6 must be an integer in [1, 5]
     """
 
     text: str
@@ -165,25 +184,65 @@ def interval(lo: float, hi: float, *, closed: str = "") -> Range:
 
 
 def positive(hi: float = math.inf) -> Range:
-    """Finite reals ``> 0`` (and ``< hi`` if given)."""
+    """Finite reals ``> 0`` (and ``< hi`` if given).
+
+    Examples
+    --------
+    >>> positive().check("sigma", 1e-3)
+    0.001
+    >>> positive(10).check("q0", 0)
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: q0=0 must be a number in (0, 10)
+    """
     if math.isinf(hi):
         return Range("a finite number > 0", "real", 0.0)
     return Range(f"a number in (0, {hi:g})", "real", 0.0, hi)
 
 
 def integer(lo: int, hi: float = math.inf) -> Range:
-    """Integers ``>= lo`` (and ``<= hi`` if given)."""
+    """Integers ``>= lo`` (and ``<= hi`` if given).
+
+    Examples
+    --------
+    >>> integer(2).check("L", 50)
+    50
+    >>> integer(2).check("L", 2.5)
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: L=2.5 must be an integer >= 2
+    """
     text = f"an integer >= {lo}" if math.isinf(hi) else f"an integer in [{lo}, {hi:g}]"
     return Range(text, "integer", lo, hi, lo_open=False, hi_open=False)
 
 
 def choice(*options) -> Range:
-    """One of ``options``."""
+    """One of ``options``.
+
+    Examples
+    --------
+    >>> choice("square", "logistic").check("loss", "square")
+    'square'
+    >>> choice("square", "logistic").check("loss", "hinge")
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: loss='hinge'; allowed: square, logistic
+    """
     return Range(f"one of {', '.join(map(str, options))}", "choice", options=tuple(options))
 
 
 def flag() -> Range:
-    """A boolean."""
+    """A boolean.
+
+    Examples
+    --------
+    >>> flag().check("train_value", False)
+    False
+    >>> flag().check("train_value", 1)
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: train_value=1 must be true or false
+    """
     return Range("true or false", "flag")
 
 
@@ -212,6 +271,23 @@ class Parameters:
 
     ``__post_init__`` checks every declared field against its range and then
     calls :meth:`check` for conditions that tie several fields together.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Pair(Parameters):
+    ...     lo: float = parameter(0.1, positive(), "lower level")
+    ...     hi: float = parameter(0.9, positive(), "upper level")
+    ...     def check(self):
+    ...         if not self.lo < self.hi:
+    ...             raise ParameterError(f"lo={self.lo!r} must be below hi={self.hi!r}")
+    >>> Pair(hi=2).as_dict()
+    {'lo': 0.1, 'hi': 2.0}
+    >>> Pair(lo=3)
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: lo=3.0 must be below hi=0.9
     """
 
     def __post_init__(self):

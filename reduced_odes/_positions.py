@@ -54,6 +54,13 @@ class Index:
 
     ``anchor`` is ``"0"`` (absolute), ``"L"`` (the last position) or the name of
     a running position such as ``"s"``.
+
+    Examples
+    --------
+    >>> Index("L", -1).as_expr(), Index("s", 2).shift(-1)
+    (L - 1, Index(anchor='s', offset=1))
+    >>> Index("0", 0).is_padding, Index("0", 1).is_padding  # x_0 = 0 pads the sequence
+    (True, False)
     """
 
     anchor: str
@@ -106,7 +113,20 @@ def _precedes(a: Index, b: Index) -> int:
 
 @dataclass(frozen=True)
 class PositionSum:
-    """``sum_{s=lo}^{hi} weight(s) * body``; ``body`` uses tokens ``token("s", k)``."""
+    """``sum_{s=lo}^{hi} weight(s) * body``; ``body`` uses tokens ``token("s", k)``.
+
+    Examples
+    --------
+    The sum of ``x_s x_{s-1}`` over ``s = 1 .. L`` (``x_0 = 0``):
+
+    >>> import sympy as sp
+    >>> pairs = PositionSum(sp.Integer(1), token("s") * token("s", -1), Index("0", 1),
+    ...                     Index("L", 0))
+    >>> pairs.offsets, pairs.at(Index("L", 0))
+    ([-1, 0], x_{L-1}*x_{L})
+    >>> expect_product(pairs, pairs).value
+    L - 1
+    """
 
     weight: sp.Expr
     body: sp.Expr
@@ -139,7 +159,18 @@ class PositionSum:
 
 @dataclass(frozen=True)
 class Fixed:
-    """A term without a position sum; its body uses only fixed tokens."""
+    """A term without a position sum; its body uses only fixed tokens.
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> last = Fixed(token("L"))
+    >>> expect_product(Fixed(token("L") ** 2), Fixed(token("L") ** 2)).value  # E[x^4]
+    3
+    >>> tokens = PositionSum(sp.Integer(1), token("s"), Index("0", 1), Index("L", 0))
+    >>> expect_product(last, tokens).value  # only s = L meets x_L
+    1
+    """
 
     body: sp.Expr
 
@@ -283,6 +314,15 @@ def expect_product_explicit(a: PositionSum | Fixed, b: PositionSum | Fixed,
     """Brute-force ``E[a * b]`` at an explicit ``L``: every position pair enumerated.
 
     This is the independent reference for :func:`expect_product`.
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> pairs = PositionSum(sp.Integer(1), token("s") * token("s", -1), Index("0", 1),
+    ...                     Index("L", 0))
+    >>> closed_form = expect_product(pairs, pairs).value
+    >>> expect_product_explicit(pairs, pairs, 5), closed_form.subs(SEQ_LEN, 5)
+    (4, 4)
     """
     def expand(term) -> list[sp.Expr]:
         if isinstance(term, Fixed):

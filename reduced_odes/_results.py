@@ -88,7 +88,24 @@ def trajectory_record(trajectory) -> dict:
 
 
 def write_json(path: str | Path, document: dict) -> Path:
-    """Write ``document`` atomically as indented JSON (sorted keys: stable diffs)."""
+    """Write ``document`` atomically as indented JSON (sorted keys: stable diffs).
+
+    NumPy values become plain ones, and a non-finite float ``null``.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> path = write_json(f"{tempfile.mkdtemp()}/run.json", {"t": np.array([0.0, 1.5]),
+    ...                                                        "T_half": float("nan")})
+    >>> print(path.read_text(), end="")
+    {
+     "T_half": null,
+     "t": [
+      0.0,
+      1.5
+     ]
+    }
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(json_safe(document), indent=1, sort_keys=True,
@@ -97,6 +114,14 @@ def write_json(path: str | Path, document: dict) -> Path:
 
 
 def read_json(path: str | Path) -> dict:
+    """The JSON document at ``path`` (UTF-8).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> read_json(write_json(f"{tempfile.mkdtemp()}/a.json", {"phases": {"T": 2.5}}))
+    {'phases': {'T': 2.5}}
+    """
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 

@@ -316,7 +316,22 @@ def _stop(pool: cf.ProcessPoolExecutor) -> None:
 
 @dataclass(frozen=True)
 class SweepReport:
-    """Outcome of :func:`run_sweep`."""
+    """Outcome of :func:`run_sweep`.
+
+    Examples
+    --------
+    A setting whose task raises is counted as failed (its error line is written, and it
+    is retried by the next run):
+
+    >>> import pathlib, tempfile
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "inverses.jsonl"
+    >>> with ThreadPoolExecutor(1) as pool:
+    ...     report = run_sweep(expand_grid({"x": [1, 2, 0]}), lambda s: {"y": 1 / s["x"]},
+    ...                        path, executor=pool, progress=False)
+    >>> report.total, report.completed, report.failed, len(report.records)
+    (3, 2, 1, 2)
+    """
 
     total: int  # distinct settings requested
     skipped: int  # already done before this run

@@ -98,6 +98,15 @@ def solve_setting(setting: dict[str, Any]) -> dict[str, Any]:
     """The sweep task: solve one setting of ``setting["model"]``; its ``to_dict()`` document.
 
     Module level, so that worker processes (and dask) can pickle it by name.
+
+    Examples
+    --------
+    A setting holds the model, its parameters and any solver option:
+
+    >>> document = solve_setting({"model": "deep_linear", "s": 2.0, "sigma": 1e-4,
+    ...                           "rtol": 1e-8})
+    >>> round(document["phases"]["T_half"], 4), document["solver"]["rtol"]
+    (4.7785, 1e-08)
     """
     model = get_model(setting.get("model", "induction_head"))
     params, variant, solver, thresholds = _split(model, setting)

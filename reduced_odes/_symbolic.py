@@ -64,7 +64,8 @@ def mixture_expectation(expr: sp.Expr | Callable[..., sp.Expr],
     Examples
     --------
     >>> y = sp.Symbol("y")
-    >>> mixture_expectation(relu(y) ** 2, [(sp.Rational(1, 2), {y: 1}), (sp.Rational(1, 2), {y: -1})])
+    >>> half = sp.Rational(1, 2)
+    >>> mixture_expectation(relu(y) ** 2, [(half, {y: 1}), (half, {y: -1})])
     1/2
     """
     total, mass = sp.Integer(0), sp.Integer(0)
@@ -121,7 +122,15 @@ def assert_same(a: sp.Expr, b: sp.Expr, *, digits: int = 30, points: int = 4,
 
 @dataclass(frozen=True)
 class Identity:
-    """An identity the derivation asserted: ``lhs == rhs`` (e.g. a conserved quantity's rate is 0)."""
+    """An identity the derivation asserted: ``lhs == rhs`` (e.g. a conserved quantity's rate is 0).
+
+    Examples
+    --------
+    >>> u, s = sp.symbols("u s", positive=True)
+    >>> fixed_point = Identity("the loss vanishes at u = s", ((s - u) ** 2).subs(u, s))
+    >>> fixed_point.lhs == fixed_point.rhs
+    True
+    """
 
     name: str
     lhs: sp.Expr
@@ -167,6 +176,14 @@ class CoordinateChange:
     ``inverse`` expresses ``old`` in ``new``; ``label`` names the coordinate's
     series in a trajectory; ``allowed`` the values of ``old`` it can represent.
     See :func:`log_coordinate`.
+
+    Examples
+    --------
+    >>> w, z = sp.symbols("w z", positive=True)
+    >>> square_root = CoordinateChange(w, z, sp.sqrt(w), z**2, "sqrt_w", "w > 0")
+    >>> gradient_flow((w,), (1 - w) ** 2 / 2, parameters=(),
+    ...               coordinates=[square_root]).coordinate_rhs
+    Matrix([[(1 - z**2)/(2*z)]])
     """
 
     old: sp.Symbol
@@ -303,6 +320,18 @@ class Derivation:
         The gradient part is ``-mobility grad loss`` instead (no metric inverted).
     drifts : tuple of Drift
         The terms of the flow that are no gradient (see :class:`Drift`).
+
+    Examples
+    --------
+    Made by :func:`gradient_flow` (or a model's ``derive``), not by hand:
+
+    >>> a, b, s = sp.symbols("a b s", positive=True)
+    >>> d = gradient_flow((a, b), (s - a * b) ** 2 / 2, parameters=(s,),
+    ...                   coordinates=[log_coordinate(a)])
+    >>> d.state_names, d.coordinate_names
+    (('a', 'b'), ('log_a', 'b'))
+    >>> d.in_coordinates(a * b)
+    b*exp(log_a)
     """
 
     state: tuple[sp.Symbol, ...]
@@ -345,7 +374,8 @@ def _changed(state: Sequence[sp.Symbol], rhs: sp.Matrix,
     by_old = {c.old: c for c in changes}
     unknown = set(by_old) - set(state)
     if unknown:
-        raise DerivationError("coordinate change", f"{sorted(map(str, unknown))} are not state variables")
+        raise DerivationError("coordinate change",
+                              f"{sorted(map(str, unknown))} are not state variables")
     coordinates, names, to_state, rates, ranges = [], [], [], [], []
     for i, variable in enumerate(state):
         change = by_old.get(variable)
@@ -462,7 +492,7 @@ def gradient_flow(state: Sequence[sp.Symbol], loss: sp.Expr, *,
                   domain: Sequence = (), identities: Sequence[Identity] = (),
                   kernels: str | None = None, check: Mapping | Sequence | None = None,
                   blocks: Sequence[Block] = ()) -> Derivation:
-    """Derive the gradient flow of ``loss`` (plus declared drifts) and everything the compiler needs.
+    """Derive the gradient flow of ``loss`` (plus declared drifts) and all the compiler needs.
 
     The flow is ``-G^{-1} grad loss`` under a metric ``G``, or ``-M grad loss``
     under a mobility ``M`` (nothing inverted), plus the rate of every declared

@@ -120,6 +120,20 @@ class OnlineSGD:
         The learning-rate term ``eta E[delta_i delta_k]`` (with the noise's part).
     samples : tuple of dict
         Random overlaps ``{symbol: value}`` that a network realises, for numerical checks.
+
+    Examples
+    --------
+    One linear student and teacher: the rates are the gradient part under the mobility
+    plus the learning-rate drift.
+
+    >>> sgd = online_sgd_reduction(1, 1, "linear")
+    >>> sgd.mobility
+    Matrix([
+    [4*Q_1_1, 2*R_1_1],
+    [2*R_1_1,       1]])
+    >>> gradient = -sgd.mobility * sp.Matrix([sp.diff(sgd.loss, v) for v in sgd.state])
+    >>> sp.simplify(sgd.rates - gradient - sp.Matrix(sgd.drifts[0].rate)).T
+    Matrix([[0, 0]])
     """
 
     state: tuple[sp.Symbol, ...]

@@ -23,12 +23,36 @@ __all__ = ["DomainError", "SolverStats", "Trajectory", "output_times", "trajecto
 
 
 class DomainError(RuntimeError):
-    """A trajectory reached the boundary of its model's domain, or could not be integrated."""
+    """A trajectory reached the boundary of its model's domain, or could not be integrated.
+
+    Examples
+    --------
+    What :func:`~reduced_odes.solve` raises once the run has started (bad input is a
+    :class:`~reduced_odes.ParameterError` before it):
+
+    >>> from reduced_odes import solve
+    >>> from reduced_odes.models.deep_linear import DeepLinearParams
+    >>> try:
+    ...     phases = solve(DeepLinearParams()).phases
+    ... except DomainError as error:  # the run left the domain, or the integrator gave up
+    ...     phases = {}
+    >>> sorted(phases)
+    ['T_half']
+    """
 
 
 @dataclass(frozen=True)
 class SolverStats:
-    """Cost of one integration, as reported by the integrator."""
+    """Cost of one integration, as reported by the integrator.
+
+    Examples
+    --------
+    >>> from reduced_odes import solve
+    >>> from reduced_odes.models.deep_linear import DeepLinearParams
+    >>> stats = solve(DeepLinearParams()).stats
+    >>> stats.method, stats.rtol, stats.steps > 0, sorted(stats.as_dict())[:3]
+    ('LSODA', 1e-10, True, ['atol', 'method', 'nfev'])
+    """
 
     method: str
     rtol: float
@@ -65,6 +89,17 @@ class Trajectory:
     dense : callable
         ``dense(t)``: the integration coordinates at ``t`` (shape ``(k,)`` for a
         scalar, ``(k, m)`` for ``m`` times), like SciPy's ``OdeSolution``.
+
+    Examples
+    --------
+    >>> from reduced_odes import solve
+    >>> from reduced_odes.models.deep_linear import DeepLinearParams
+    >>> traj = solve(DeepLinearParams(s=2, sigma=1e-4))
+    >>> float(traj.t[0]), len(traj.t), sorted(traj.series)
+    (0.0, 401, ['a', 'b', 'log_a', 'log_b', 'loss', 'u'])
+    >>> T = traj.phases["T_half"]  # u = a b crosses s/2
+    >>> round(float(traj.observables_at([T])["u"][0]), 6), round(traj.final["u"], 6)
+    (1.0, 2.0)
     """
 
     model: str

@@ -30,7 +30,17 @@ __all__ = ["Claim", "VerifyReport", "informative", "measure_task", "verify", "wo
 
 @dataclass(frozen=True)
 class Claim:
-    """One row of the verdict table: a prediction, its measurement, and whether they agree."""
+    """One row of the verdict table: a prediction, its measurement, and whether they agree.
+
+    Examples
+    --------
+    >>> row = Claim("T_half against ln(s/u0)/(2s)", 4.6, 4.61, 0.002, 0.01, True)
+    >>> row.passed, row.as_dict()["measured"]
+    (True, 4.61)
+    >>> nan = float("nan")
+    >>> Claim("no data", nan, nan, nan, 0.01, False).as_dict()["error"] is None  # JSON null
+    True
+    """
 
     name: str
     predicted: float
@@ -55,7 +65,14 @@ class Claim:
 
 
 def informative(claim: Claim) -> Claim:
-    """The same row, reported but not counted in the verdict."""
+    """The same row, reported but not counted in the verdict.
+
+    Examples
+    --------
+    >>> row = informative(Claim("beyond the regime", 1.0, 1.5, 0.5, 0.01, False))
+    >>> row.informative, row.passed
+    (True, False)
+    """
     return Claim(claim.name, claim.predicted, claim.measured, claim.error, claim.tolerance,
                  claim.passed, claim.detail, informative=True)
 
@@ -97,7 +114,20 @@ def _fmt(value) -> str:
 
 @dataclass
 class VerifyReport:
-    """Claims, raw records, skipped settings and the output files of one verification."""
+    """Claims, raw records, skipped settings and the output files of one verification.
+
+    Examples
+    --------
+    >>> report = VerifyReport("toy", "quick", [Claim("slope", 2.0, 2.01, 0.005, 0.01, True),
+    ...                       informative(Claim("tail", 1.0, 1.5, 0.5, 0.01, False))], [], [])
+    >>> report.passed  # the informative row is not counted
+    True
+    >>> print(report.table())
+    | claim | predicted | measured | error | tolerance | verdict |
+    |---|---|---|---|---|---|
+    | slope | 2 | 2.01 | 0.005 | 0.01 | PASS |
+    | tail | 1 | 1.5 | 0.5 | 0.01 | (fail, info) |
+    """
 
     model: str
     grid: str
@@ -171,9 +201,16 @@ def verify(model, grid: str = "quick", variant: str | None = None,
 
     Examples
     --------
-    >>> report = verify("induction_head", "quick", "linear")  # doctest: +SKIP
-    >>> report.passed  # doctest: +SKIP
-    True
+    The committee machine's quick grid for linear units (one setting), in this process:
+
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> with ThreadPoolExecutor(1) as pool:
+    ...     report = verify("committee_machine", "quick", "linear", executor=pool,
+    ...                     progress=False)
+    >>> report.passed, [claim.name for claim in report.claims]
+    (True, ['student learns the teacher (K = M, no noise)'])
+    >>> sorted(report.files)
+    ['claims', 'raw', 'table']
     """
     model = get_model(model)
     if not model.supports("claims"):

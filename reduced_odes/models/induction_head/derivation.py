@@ -116,7 +116,17 @@ def derive_flow(closure: str) -> GradientFlow:
 
 @cache
 def derive_stage1_flow() -> sp.Expr:
-    """``dp_1/dt = -dL_I/dp_1`` of Stage I (a one-dimensional flow)."""
+    """``dp_1/dt = -dL_I/dp_1`` of Stage I (a one-dimensional flow).
+
+    Examples
+    --------
+    >>> flow = derive_stage1_flow()
+    >>> symbol = {s.name: s for s in flow.free_symbols}
+    >>> sp.simplify(flow + sp.diff(derive_stage1_loss(), symbol["p_1"]))
+    0
+    >>> float(flow.subs({symbol["L"]: 10, symbol["alpha"]: 0.5, symbol["p_1"]: 1})) > 0
+    True
+    """
     return -sp.diff(derive_stage1_loss(), P1)
 
 

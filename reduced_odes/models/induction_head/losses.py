@@ -151,6 +151,18 @@ def _implies(stronger: sp.Basic, weaker: sp.Basic) -> bool:
 
 @cache
 def derive_stage1_loss() -> sp.Expr:
-    """Stage-I loss ``L_I(p_1)`` (spec section 4), derived like the others."""
+    """Stage-I loss ``L_I(p_1)`` (spec section 4), derived like the others.
+
+    Examples
+    --------
+    >>> loss = derive_stage1_loss()
+    >>> symbol = {s.name: s for s in loss.free_symbols}
+    >>> sorted(symbol)
+    ['L', 'alpha', 'p_1']
+    >>> at_L10 = loss.subs({symbol["L"]: 10, symbol["alpha"]: 1})
+    >>> uniform = at_L10.subs(symbol["p_1"], sp.Rational(1, 10**6))  # attention on 8 positions
+    >>> round(float(uniform), 4)  # (1 - 1/8)/2
+    0.4375
+    """
     return partial_loss(stage1_readout()).expr
 

@@ -84,6 +84,16 @@ class PhaseThresholds(Parameters):
     ``four_gram``: T_I is the first t with L_G4 <= four_gram * L_G4(0);
     ``onset``, ``emergence``, ``converged``: T_II, T_em, T_III are the first t
     with w_kq >= that fraction of w_star.  Each must lie in (0, 1).
+
+    Examples
+    --------
+    >>> PhaseThresholds(emergence=0.6).as_dict()
+    {'four_gram': 0.01, 'onset': 0.1, 'emergence': 0.6, 'converged': 0.9}
+    >>> try:
+    ...     PhaseThresholds(onset=0.7)
+    ... except ParameterError as error:
+    ...     print(error)
+    thresholds onset=0.7, emergence=0.5, converged=0.9 must be increasing
     """
 
     four_gram: float = parameter(0.01, interval(0, 1), "T_I: L_G4 fraction of its start")
