@@ -96,9 +96,9 @@ class CommitteeMachine(Model):
              "measure": ".claims", "claims": ".claims", "verify_metadata": ".claims",
              "export_derivations": ".export", "figures": ".figures:draw_figures",
              "compare": ".compare", "format_compare": ".compare"}
-    #: The figure data keep FIGURE_DIGITS (4) digits and write |values| < FLOOR (1e-9) as 0
-    #: (figures/data.py); eta.json and noise.json derive the learning-rate term (~10 s, ~25 s
-    #: from a cold cache).
+    #: The figure data keep FIGURE_DIGITS (4) digits and write values within FLOOR (1e-9) of
+    #: zero as 0 (figures/data.py); eta.json and noise.json derive the learning-rate term
+    #: (~10 s and ~25 s from a cold cache).
     committed_figures = CommittedFigures(digits=4, floor=1e-9,
                                          data=("plateau.json", "escape.json"),
                                          slow_data=("eta.json", "noise.json"))
