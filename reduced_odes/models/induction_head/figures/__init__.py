@@ -186,19 +186,18 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
         path = trajectory_data(cl, params, data)
         record = read_json(path)
         for name, plot in (("phases", plot_phases), ("convergence", plot_convergence)):
-            fig = plot(record)
-            fig._reduced_odes_meta["keywords"].append(f"data={path.name}")
-            written += save_figure(fig, out, name, cl, formats)
+            written += _save_each(lambda plot=plot: plot(record), [f"data={path.name}"],
+                                  out, name, cl, formats)
         records = scaling_records(cl, data, grid, alpha=params.alpha, wstar=params.wstar,
                                   L=scaling_L, sigma=scaling_sigma, executor=executor)
         if records:
             pred_path = predictions_data(cl, data, alpha=params.alpha, wstar=params.wstar,
                                          L=[r["setting"]["L"] for r in records],
                                          sigma=[r["setting"]["sigma"] for r in records])
-            fig = plot_plateau_scaling(records, read_json(pred_path))
-            fig._reduced_odes_meta["keywords"] += [f"data=verify-{grid}.jsonl",
-                                                   f"data={pred_path.name}"]
-            written += save_figure(fig, out, "plateau_scaling", cl, formats)
+            predictions = read_json(pred_path)
+            written += _save_each(lambda: plot_plateau_scaling(records, predictions),
+                                  [f"data=verify-{grid}.jsonl", f"data={pred_path.name}"],
+                                  out, "plateau_scaling", cl, formats)
     if closure == "all":
         overlay = load_overlay(data / OVERLAY_FILE)
         where = params
@@ -206,17 +205,32 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
             where = ModelParams(**overlay["setting"])
         paths = {cl: trajectory_data(cl, where, data, with_predictions=False)
                  for cl in CLOSURES}
-        fig = plot_closures({cl: read_json(p) for cl, p in paths.items()}, overlay)
-        fig._reduced_odes_meta["keywords"] += [f"data={p.name}" for p in paths.values()] + (
-            [f"data={OVERLAY_FILE}"] if overlay else [])
-        written += save_figure(fig, out, "closures", None, formats)
+        documents = {cl: read_json(p) for cl, p in paths.items()}
+        written += _save_each(lambda: plot_closures(documents, overlay),
+                              [f"data={p.name}" for p in paths.values()]
+                              + ([f"data={OVERLAY_FILE}"] if overlay else []),
+                              out, "closures", None, formats)
         grid_path = data / COMPARE_GRID_FILE
         if grid_path.exists():  # committed separately; until then the figure is skipped
-            fig = plot_closure_errors(read_json(grid_path))
-            fig._reduced_odes_meta["keywords"].append(f"data={grid_path.name}")
-            written += save_figure(fig, out, "closure_errors", None, formats)
+            errors = read_json(grid_path)
+            written += _save_each(lambda: plot_closure_errors(errors),
+                                  [f"data={grid_path.name}"], out, "closure_errors", None,
+                                  formats)
     for path in written:
         log(f"wrote {path}")
+    return written
+
+
+def _save_each(draw, keywords: list[str], out: Path, name: str, closure: str | None,
+               formats: Sequence[str]) -> list[Path]:
+    """Save a freshly drawn figure per format: a layout settled by one renderer shifts the
+    next one's clip rectangles by ~1e-10 pt, so a format's bytes would otherwise depend on
+    the formats drawn before it (``figures --format pdf`` against ``png,pdf``)."""
+    written = []
+    for fmt in formats:
+        fig = draw()
+        fig._reduced_odes_meta["keywords"] += keywords
+        written += save_figure(fig, out, name, closure, [fmt])
     return written
 
 
