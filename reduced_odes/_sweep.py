@@ -1,9 +1,11 @@
 """Resumable parameter sweeps, run through any :class:`concurrent.futures.Executor`.
 
 Each finished task appends one JSON line ``{"key", "setting", "result" | "error",
-"metadata"}`` to a results file; a rerun skips settings that already have a
+"metadata", "check"}`` to a results file; a rerun skips settings that already have a
 ``"result"`` line computed under the same :data:`RESUME_KEYS` metadata and runs the
-rest.  Only the calling process writes the file.
+rest.  Only the calling process writes the file.  Every line read back is verified: its
+key is computed again from its setting and its ``"check"`` (a checksum of the other
+members) must match, so a line changed after it was written is never reused.
 """
 
 import concurrent.futures as cf
@@ -19,13 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._io import atomic_write
+from ._io import atomic_write, naming
 from ._params import ParameterError, warn
 from ._progress import Progress
-from ._results import dumps_record, loads_record
+from ._results import CHECK, DataFileError, VerificationError, dumps_checked, loads_checked
 
-__all__ = ["RESUME_KEYS", "ResultsFileError", "SweepReport", "expand_grid", "load_grid",
-           "process_pool", "read_results", "repair_results", "results_lock", "run_sweep",
+__all__ = ["MAX_GRID_DEPTH", "MAX_GRID_SETTINGS", "RESUME_KEYS", "ResultsFileError",
+           "SweepReport", "expand_grid", "grid_size", "load_grid", "process_pool",
+           "read_results", "repair_results", "results_line", "results_lock", "run_sweep",
            "setting_key", "worker_count"]
 
 Setting = dict[str, Any]
@@ -102,83 +105,151 @@ def load_grid(path: str | os.PathLike[str]) -> list[Setting]:
 def setting_key(setting: Mapping[str, Any]) -> str:
     """Stable key of a setting: sha256 of its JSON with sorted keys (floats via ``repr``).
 
+    Equal numbers give equal keys: a float that equals an integer is written as that integer
+    (``1.0`` as ``1``), so that ``L = 200`` and ``L = 200.0`` are one setting.  A bool is not
+    a number (``true`` is not ``1``).
+
     Examples
     --------
     >>> setting_key({"b": 0.1, "a": 1}) == setting_key({"a": 1, "b": 0.1}) != setting_key({"a": 1})
     True
+    >>> setting_key({"L": 200.0}) == setting_key({"L": 200}) != setting_key({"L": True})
+    True
     """
-    canonical = json.dumps(dict(setting), sort_keys=True, separators=(",", ":"), default=_tolist)
+    return _digest(_canonical(dict(setting)))
+
+
+def _digest(value: Any) -> str:
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), default=_tolist)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-class ResultsFileError(ParameterError):
+def _canonical(value: Any) -> Any:
+    """``value`` with every float that equals an integer as that integer, at any depth."""
+    if hasattr(value, "tolist") and not isinstance(value, list | tuple | str | float):
+        value = value.tolist()  # a NumPy scalar or array
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def _legacy_key(setting: Mapping[str, Any]) -> str:
+    """The key a line written before :func:`setting_key` merged equal numbers has."""
+    return _digest(dict(setting))
+
+
+class ResultsFileError(DataFileError):
     """A results file that is corrupt or not a results file; the message names file and line."""
 
 
 def _record(line: bytes) -> dict[str, Any]:
-    """The record of one results line; ValueError if it is not one."""
-    record = loads_record(line)  # JSON and UTF-8 errors are ValueErrors
-    if not isinstance(record.get("key"), str) or "setting" not in record:
+    """The verified record of one results line: ValueError if it is not one, and
+    :class:`VerificationError` if its checksum or its key does not match.
+
+    A line without a checksum (written by an older version) is verified by its key alone,
+    which may be the older key of its setting; the record returned has the current one.
+    """
+    record, checked = loads_checked(line.decode())  # JSON and UTF-8 errors are ValueErrors
+    setting = record.get("setting")
+    if not isinstance(record.get("key"), str) or not isinstance(setting, dict):
         raise ValueError("not a sweep record (no 'key' and 'setting')")
+    key = setting_key(setting)
+    if record["key"] != key and (checked or record["key"] != _legacy_key(setting)):
+        raise VerificationError("its key is not its setting's")
+    record["key"] = key
     return record
 
 
-def _parse(data: bytes, name: Any, *, repair: bool = False) -> tuple[list[dict[str, Any]], int]:
-    """Records in ``data`` and the end of its committed part (lines with their newline).
+#: What a line that is no record raises while it is read (a bad ``null_reasons`` entry, or
+#: nesting deeper than the JSON decoder's recursion).
+_CORRUPT = (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError)
+
+
+def _parse(data: bytes, name: Any, *, repair: bool = False, quiet: bool = False
+           ) -> tuple[list[tuple[bytes, dict[str, Any]]], int]:
+    """``(line, record)`` of every verified line of ``data``, and the end of its committed
+    part (lines with their newline).
 
     A tail after the last newline, torn by a killed writer or NUL-filled by a crash (the file
-    grew but its data never reached the disk), is dropped with a warning.  Any other bad line
-    raises :class:`ResultsFileError`, unless ``repair`` (then it is dropped with a warning).
+    grew but its data never reached the disk), is dropped with a warning.  A line that fails
+    its checks (:func:`_record`) is left out with a warning naming file and line (unless
+    ``quiet``): a rerun computes its setting again.  Any other bad line raises
+    :class:`ResultsFileError`, unless ``repair`` (then every bad line is dropped, with one
+    warning).
     """
     *lines, tail = data.split(b"\n")
     text = tail.rstrip(b"\0").strip()
     if text and not _HEAD.startswith(text[: len(_HEAD)]) and not repair:
         raise ResultsFileError(f"{name}:{len(lines) + 1}: not a results line: {text[:40]!r}; "
                                f"--repair keeps the valid lines")
-    if tail:
+    if tail and not quiet:
         warn(f"{name}:{len(lines) + 1}: dropped an incomplete last line ({len(tail)} bytes, "
              f"{'NUL-filled' if not text else 'torn'})")
-    records, dropped = [], 0
+    records, dropped, unverified = [], 0, []
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            records.append(_record(line))
-        except (ValueError, KeyError, IndexError) as exc:
+            records.append((line, _record(line)))
+        except VerificationError as exc:
+            unverified.append((lineno, exc))
+        except _CORRUPT as exc:
             if not repair:
                 raise ResultsFileError(f"{name}:{lineno}: corrupt results line ({exc}); "
                                        f"--repair keeps the valid lines") from None
             dropped += 1
-    if dropped:
-        warn(f"{name}: --repair dropped {dropped} corrupt line(s)")
+    if repair and dropped + len(unverified):
+        warn(f"{name}: --repair dropped {dropped + len(unverified)} corrupt line(s)")
+    elif unverified and not quiet:
+        warn(_unverified_message(name, unverified))
     return records, len(data) - len(tail)
 
 
-def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """All records (successes and errors) of a results file, in file order.
+def _unverified_message(name: Any, unverified: list[tuple[int, Exception]]) -> str:
+    """One warning line for the lines that failed their checks: where, and why (the first)."""
+    where = ",".join(str(lineno) for lineno, _ in unverified[:5])
+    more = f" and {len(unverified) - 5} more" if len(unverified) > 5 else ""
+    return (f"{name}:{where}{more}: {len(unverified)} results line(s) fail their check "
+            f"({unverified[0][1]}); ignored, so a rerun computes their settings again; "
+            f"--repair drops them")
+
+
+def read_results(path: str | os.PathLike[str], *, quiet: bool = False
+                 ) -> list[dict[str, Any]]:
+    """All verified records (successes and errors) of a results file, in file order.
 
     A last line without its newline (torn by a killed writer, or NUL-filled) is ignored with
-    a warning; any other corrupt line raises :class:`ResultsFileError` naming file and line.
+    a warning, and so is a line that fails its checks (its key or checksum; naming file and
+    line); any other corrupt line raises :class:`ResultsFileError` naming file and line.
+    ``quiet``: no warnings.  Records have no ``"check"`` member.
 
     Examples
     --------
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
-    >>> _ = path.write_bytes(b'{"key": "a", "setting": {}, "result": 1}\\n{"key": "b", "se')
-    >>> [r["key"] for r in read_results(path)]  # doctest: +SKIP
-    ['a']
+    >>> line = results_line({"setting": {"x": 1}, "result": 1})
+    >>> _ = path.write_text(line + line.replace('"result": 1', '"result": 2') + line[:20])
+    >>> [r["result"] for r in read_results(path, quiet=True)]
+    [1]
     """
-    return _parse(Path(path).read_bytes(), path)[0]
+    with naming(path):
+        data = Path(path).read_bytes()
+    return [record for _, record in _parse(data, path, quiet=quiet)[0]]
 
 
 def repair_results(path: str | os.PathLike[str]) -> int:
-    """Rewrite a results file keeping its valid lines; the number of records kept.
+    """Rewrite a results file keeping its verified lines, byte for byte; how many it kept.
 
     Examples
     --------
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
-    >>> _ = path.write_bytes(b'{"key": "a", "setting": {}, "result": 1}\\n\\x00garbage\\n')
+    >>> line = results_line({"setting": {"x": 1}, "result": 1})
+    >>> _ = path.write_text(line + "\\x00garbage\\n" + line.replace("1}", "2}"))
     >>> repair_results(path)  # doctest: +SKIP
     1
     """
@@ -186,9 +257,26 @@ def repair_results(path: str | os.PathLike[str]) -> int:
     if not path.exists():
         return 0
     with results_lock(path):
-        records, _ = _parse(path.read_bytes(), path, repair=True)
-        atomic_write(path, "".join(dumps_record(r) + "\n" for r in records))
+        with naming(path):
+            data = path.read_bytes()
+        records, _ = _parse(data, path, repair=True)
+        atomic_write(path, b"".join(line + b"\n" for line, _ in records).decode())
     return len(records)
+
+
+def results_line(record: Mapping[str, Any], encoded: dict[str, str] | None = None) -> str:
+    """The results line of ``record`` (its ``setting``, ``result`` or ``error``, and any
+    further members) with its newline: the key computed from the setting first, the
+    checksum last.  ``encoded``: members given as JSON text (see ``dumps_record``).
+
+    Examples
+    --------
+    >>> line = results_line({"setting": {"x": 1.0}, "result": {"y": 2}})
+    >>> line.startswith('{"key": "' + setting_key({"x": 1}) + '", "setting": {"x": 1.0}')
+    True
+    """
+    members = {k: v for k, v in record.items() if k not in ("key", CHECK)}
+    return dumps_checked({"key": setting_key(record["setting"])} | members, encoded) + "\n"
 
 
 #: Descriptors holding a results lock; a forked worker closes its copies, so that a killed
@@ -367,8 +455,8 @@ def _lines(keys: list[str], pending: dict[str, Setting], future: cf.Future,
         tail = None
 
     def written(record: dict[str, Any]) -> str:
-        return dumps_record(record, tail) if tail else dumps_record(record | {"metadata":
-                                                                               metadata})
+        return dumps_checked(record, tail) if tail else dumps_checked(record | {"metadata":
+                                                                                 metadata})
 
     lines = []
     for key, (ok, value) in zip(keys, outcomes, strict=False):  # an interrupted chunk is short
@@ -473,8 +561,8 @@ def run_sweep(
     with results_lock(path):
         outcomes = _run_pending(todo, task, path, executor, max_workers, progress, metadata,
                                 prepare)
-        successes = ({r["key"]: r for r in read_results(path) if _reusable(r, metadata)}
-                     if collect else {})
+        successes = ({r["key"]: r for r in read_results(path, quiet=True)
+                      if _reusable(r, metadata)} if collect else {})
     pending = sum(outcomes.values())
     return SweepReport(
         total=len(todo), skipped=len(todo) - pending, completed=outcomes[True],
@@ -494,10 +582,12 @@ def _run_pending(todo: dict[str, Setting], task: Callable, path: Path, executor,
                  max_workers: int | None, progress: bool | None, metadata: dict,
                  prepare: Callable | None) -> dict:
     """Run the settings of ``todo`` without a result in ``path``; ``{ok: count}``."""
-    data = path.read_bytes()
-    records, intact = _parse(data, path)
+    with naming(path):
+        data = path.read_bytes()
+    lines, intact = _parse(data, path)
     if intact < len(data):  # cut a torn last line, so that appends start on a fresh line
         os.truncate(path, intact)
+    records = [record for _, record in lines]
     done = {record["key"] for record in records if _reusable(record, metadata)}
     pending = {key: setting for key, setting in todo.items() if key not in done}
     stale = {r["key"] for r in records if "result" in r and r["key"] in pending}
@@ -528,9 +618,10 @@ def _run_pending(todo: dict[str, Setting], task: Callable, path: Path, executor,
                 for future in finished:
                     keys = inflight.pop(future)
                     lines = _lines(keys, pending, future, metadata)
-                    fh.write(b"".join(line for line, _ in lines))  # whole lines, then to disk
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                    with naming(path):  # a full disk: the error names the results file
+                        fh.write(b"".join(line for line, _ in lines))  # whole lines, then
+                        fh.flush()  # to disk
+                        os.fsync(fh.fileno())
                     for _, ok in lines:
                         outcomes[ok] += 1
                     report.tick(len(lines), failed=sum(not ok for _, ok in lines))
