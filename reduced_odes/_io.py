@@ -43,8 +43,9 @@ def naming(path: str | os.PathLike[str]) -> Iterator[None]:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all (a temporary file, then a rename).
+def atomic_write(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (or bytes) to ``path`` whole or not at all (a temporary file, then a
+    rename).
 
     An OSError (a full disk, a directory that is not writable) names ``path``.
 
@@ -60,13 +61,15 @@ def atomic_write(path: Path, text: str) -> None:
         _write_then_rename(Path(path), text)
 
 
-def _write_then_rename(path: Path, text: str) -> None:
+def _write_then_rename(path: Path, text: str | bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)  # an ordinary file's mode, not mkstemp's private 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        binary = isinstance(text, bytes)
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") \
+                as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
