@@ -239,17 +239,25 @@ class ResultsFileError(DataFileError):
     """A results file that is corrupt or not a results file; the message names file and line."""
 
 
+#: The members of a results line (besides ``"null_reasons"`` and ``"check"``).
+_MEMBERS = frozenset({"key", "setting", "result", "error", "metadata"})
+
+
 def _record(line: bytes) -> dict[str, Any]:
     """The verified record of one results line: ValueError if it is not one, and
     :class:`VerificationError` if its checksum or its key does not match.
 
     A line without a checksum (written by an older version) is verified by its key alone,
-    which may be the older key of its setting; the record returned has the current one.
+    which may be the older key of its setting, and may have no other members (a changed
+    byte in the name ``"check"`` would otherwise pass); the record returned has the current
+    key.
     """
     record, checked = loads_checked(line.decode())  # JSON and UTF-8 errors are ValueErrors
     setting = record.get("setting")
     if not isinstance(record.get("key"), str) or not isinstance(setting, dict):
         raise ValueError("not a sweep record (no 'key' and 'setting')")
+    if not checked and (unknown := sorted(set(record) - _MEMBERS)):  # e.g. "check" misspelt
+        raise VerificationError(f"no checksum, and member(s) {unknown} of no results line")
     key = setting_key(setting)
     if record["key"] != key and (checked or record["key"] != _legacy_key(setting)):
         raise VerificationError("its key is not its setting's")
