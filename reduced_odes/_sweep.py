@@ -150,6 +150,8 @@ def _read_grid(path: str | os.PathLike[str]) -> tuple[list[dict], dict]:
             doc = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: invalid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: invalid TOML: not UTF-8 text (byte {exc.start})") from None
     except RecursionError:  # the parser recurses once per level of nesting
         raise ValueError(f"{path}: a value nests too deep for the TOML parser; allowed: at "
                          f"most {MAX_GRID_DEPTH} levels (a list of values, each a list or "
@@ -217,8 +219,17 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+#: Types whose JSON is their key's as it is (a bool stays a bool: it is not a number).
+_AS_IS = frozenset({str, int, bool, type(None)})
+
+
 def _canonical(value: Any) -> Any:
     """``value`` with every float that equals an integer as that integer, at any depth."""
+    kind = type(value)
+    if kind in _AS_IS:
+        return value
+    if kind is dict:  # a setting: its plain values without a call each (a key per setting)
+        return {k: v if type(v) in _AS_IS else _canonical(v) for k, v in value.items()}
     if hasattr(value, "tolist") and not isinstance(value, list | tuple | str | float):
         value = value.tolist()  # a NumPy scalar or array
     if isinstance(value, float):

@@ -281,7 +281,7 @@ def test_committed_results_read_whole_and_compare_equal_once_rewritten(raw, tmp_
 # -- grids: checked whole, before any work ------------------------------------------------
 def _grid_file(tmp_path: Path, body: str, name: str = "grid.toml") -> Path:
     path = tmp_path / name
-    path.write_text(body)
+    path.write_bytes(body.encode("utf-8", "surrogateescape"))  # a lone \udcff: a bad byte
     return path
 
 
@@ -299,6 +299,7 @@ def _grid_file(tmp_path: Path, body: str, name: str = "grid.toml") -> Path:
     ("[grid]\nsigma = " + "[" * 2000 + "]" * 2000 + "\n", "nests too deep for the TOML parser"),
     ("[grid]\nsigma = " + "{a = " * 2000 + "1" + "}" * 2000 + "\n", "nests too deep"),
     ("[grid]\ns = true\n", "s=True is not a number"),
+    ("[grid]\ns = '\udcff'\n", "not UTF-8 text"),
 ])
 def test_bad_grids_are_one_line_and_nothing_runs(tmp_path, capsys, monkeypatch, body, needle):
     import reduced_odes._sweep_command as command
