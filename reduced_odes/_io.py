@@ -37,7 +37,9 @@ def naming(path: str | os.PathLike[str]) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        if exc.filename == str(path) and exc.filename2 is None:
+        if exc.errno is None:  # an error without a code prints no file: record it only
+            exc.filename = str(path)
+        if exc.errno is None or (exc.filename == str(path) and exc.filename2 is None):
             raise
         # A new error of the same kind (the errno picks the subclass), naming only ``path``.
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc

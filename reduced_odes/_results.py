@@ -11,7 +11,8 @@ from ._io import atomic_write, json_safe
 from ._params import ParameterError
 
 __all__ = ["CHECK", "DataFileError", "VerificationError", "dumps_checked", "dumps_record",
-           "loads_checked", "loads_record", "read_json", "trajectory_record", "write_documents", "write_json"]
+           "loads_checked", "loads_record", "read_json", "trajectory_record", "write_documents",
+           "write_json"]
 
 #: Key of a record that lists, by JSON pointer, the values stored as ``null`` and why.
 NULL_REASONS = "null_reasons"

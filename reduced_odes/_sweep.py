@@ -376,10 +376,10 @@ def repair_results(path: str | os.PathLike[str]) -> int:
     return len(records)
 
 
-def results_line(record: Mapping[str, Any], encoded: dict[str, str] | None = None) -> str:
+def results_line(record: Mapping[str, Any]) -> str:
     """The results line of ``record`` (its ``setting``, ``result`` or ``error``, and any
     further members) with its newline: the key computed from the setting first, the
-    checksum last.  ``encoded``: members given as JSON text (see ``dumps_record``).
+    checksum last.
 
     Examples
     --------
@@ -388,7 +388,7 @@ def results_line(record: Mapping[str, Any], encoded: dict[str, str] | None = Non
     True
     """
     members = {k: v for k, v in record.items() if k not in ("key", CHECK)}
-    return dumps_checked({"key": setting_key(record["setting"])} | members, encoded) + "\n"
+    return dumps_checked({"key": setting_key(record["setting"])} | members) + "\n"
 
 
 #: Descriptors holding a results lock; a forked worker closes its copies, so that a killed
@@ -697,10 +697,10 @@ def _run_pending(todo: dict[str, Setting], task: Callable, path: Path, executor,
     """Run the settings of ``todo`` without a result in ``path``; ``{ok: count}``."""
     with naming(path):
         data = path.read_bytes()
-    lines, intact = _parse(data, path)
+    parsed, intact = _parse(data, path)
     if intact < len(data):  # cut a torn last line, so that appends start on a fresh line
         os.truncate(path, intact)
-    records = [record for _, record in lines]
+    records = [record for _, record in parsed]
     done = {record["key"] for record in records if _reusable(record, metadata)}
     pending = {key: setting for key, setting in todo.items() if key not in done}
     stale = {r["key"] for r in records if "result" in r and r["key"] in pending}

@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 
 from reduced_odes import ParameterError, solve
-from reduced_odes.cli import EXIT_BAD_INPUT, build_parser, main
-from reduced_odes.models.induction_head import ModelParams
 from reduced_odes._sweep import (
     ResultsFileError,
     read_results,
@@ -20,6 +18,8 @@ from reduced_odes._sweep import (
     results_line,
     run_sweep,
 )
+from reduced_odes.cli import EXIT_BAD_INPUT, build_parser, main
+from reduced_odes.models.induction_head import ModelParams
 
 ROOT = Path(__file__).resolve().parents[2]
 
