@@ -421,7 +421,8 @@ def results_lock(path: Path):
         return
     with open(path, "ab") as handle:
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with naming(path):  # e.g. no locks on this filesystem: the error names the file
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise ParameterError(f"results file {str(path)!r} is in use by another run "
                                  f"(sweep or verify); wait for it to finish") from None
