@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reduced_odes._registry import get_model
 from reduced_odes._reproduce import differences
 from reduced_odes._results import DataFileError, read_json
 from reduced_odes._sweep import (
@@ -36,6 +37,7 @@ from reduced_odes._sweep import (
     run_sweep,
     setting_key,
 )
+from reduced_odes._sweep_command import allowed_keys
 from reduced_odes.cli import EXIT_BAD_INPUT, main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -349,7 +351,7 @@ def test_a_huge_grid_is_refused_by_its_size_before_it_is_expanded(tmp_path, caps
 
 
 # Hypothesis: TOML grids of the model's keys and junk, through the command line.
-KEYS = ["s", "sigma", "variant", "method", "rtol", "atol", "t_end", "n_output", "backend"]
+KEYS = allowed_keys(get_model("deep_linear"))  # its parameters, variant, solver settings
 JUNK_KEYS = ["model", "lr", "S", "grid", "sigma ", "é"]
 
 
