@@ -11,7 +11,7 @@ which the committed data were computed.
 
 It changes nothing when
 
-* ``OPENBLAS_CORETYPE`` is already set (the user's choice wins; ``--`` is never overridden),
+* ``OPENBLAS_CORETYPE`` is already set, not empty (the user's choice wins),
 * ``REDUCED_ODES_BLAS=native`` is set (keep the kernel OpenBLAS would pick),
 * NumPy or SciPy is already imported (OpenBLAS has chosen; a process that imports NumPy
   before :mod:`reduced_odes` keeps its own kernel),
@@ -57,7 +57,8 @@ def pin_kernel(environ: dict | None = None) -> str | None:
     True
     """
     environ = os.environ if environ is None else environ
-    if "OPENBLAS_CORETYPE" in environ or environ.get("REDUCED_ODES_BLAS") == "native":
+    # A variable set to the empty string counts as unset (OpenBLAS then picks for the CPU).
+    if environ.get("OPENBLAS_CORETYPE") or environ.get("REDUCED_ODES_BLAS") == "native":
         return None
     if "numpy" in sys.modules or "scipy" in sys.modules:
         return None

@@ -20,7 +20,7 @@ from ._params import ParameterError
 from ._sweep import repair_results
 
 __all__ = ["add_backend_option", "add_executor_options", "add_run_options",
-           "check_run_options", "run_executor", "writable"]
+           "check_run_options", "repair_if_asked", "run_executor", "writable"]
 
 
 def writable(path: str | Path, kind: str, option: str = "out") -> Path:
@@ -103,9 +103,16 @@ def run_executor(args: argparse.Namespace):
 
 
 def check_run_options(args: argparse.Namespace, results: Path | None = None) -> None:
-    """Validate ``--workers``; with ``--repair``, repair ``results`` (before any work)."""
+    """Validate ``--workers``; with ``--repair`` and ``results``, repair ``results`` (before
+    any work)."""
     if args.workers is not None and args.workers < 1:
         raise ParameterError(f"workers={args.workers} must be an integer >= 1")
+    if results is not None:
+        repair_if_asked(args, results)
+
+
+def repair_if_asked(args: argparse.Namespace, results: Path) -> None:
+    """With ``--repair``: keep only the verified lines of ``results``, saying how many."""
     if getattr(args, "repair", False):
         kept = repair_results(results)
         print(f"repaired {results}: {kept} valid line(s) kept", file=sys.stderr)

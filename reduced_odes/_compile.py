@@ -44,7 +44,7 @@ from ._params import warn
 from ._registry import get_model
 from ._version import __version__
 
-__all__ = ["CompiledSystem", "cache_dir", "cached_symbolic", "load_system"]
+__all__ = ["CompiledSystem", "cache_dir", "cached_symbolic", "load_system", "write_cache_files"]
 
 #: Bump when the generated code changes shape, to invalidate old cache entries.
 CODEGEN_VERSION = "5"
@@ -129,10 +129,11 @@ def cache_dir() -> Path:
     """The on-disk cache directory (created on demand).
 
     ``$REDUCED_ODES_CACHE``, else ``$XDG_CACHE_HOME/reduced-odes``, else
-    ``~/.cache/reduced-odes``.  If that cannot be created or written (a read-only home, a
-    full disk, a path that is a file), a temporary directory private to this process is
-    used instead, with one warning line: the results are the same, only the next run
-    derives again.
+    ``~/.cache/reduced-odes`` (a variable set to the empty string counts as unset).  If that
+    cannot be created or written (a read-only home, a full disk, a path that is a file), or
+    a later write into it fails, a temporary directory private to this process is used
+    instead, with one warning line: the results are the same, only the next run derives
+    again.
 
     Examples
     --------
@@ -143,34 +144,80 @@ def cache_dir() -> Path:
 
 
 def _cache_root() -> str:
-    root = os.environ.get("REDUCED_ODES_CACHE")
+    root = os.environ.get("REDUCED_ODES_CACHE") or None  # empty: unset, not the working dir
     if root is None:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(base, "reduced-odes")
     return root
 
 
-@functools.cache
-def _usable_cache(root: str) -> Path:
+#: Cache directories a write was tried in: those that took it, and, for those that failed
+#: (a full disk), the temporary cache this process uses instead.
+_PROBED: set[str] = set()
+_FALLBACKS: dict[str, Path] = {}
+
+
+def _usable_cache(root: str | Path) -> Path:
     """``root`` if a file can be written there, else a per-process temporary cache."""
     path = Path(root)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path) as probe:  # a real write: catches a full disk
-            probe.write(b"\0" * 4096)
-            probe.flush()
-            os.fsync(probe.fileno())
-        return path
-    except OSError as exc:
-        import atexit
-        import shutil
+    if str(path) in _FALLBACKS:
+        return _FALLBACKS[str(path)]
+    if str(path) not in _PROBED:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=path) as probe:  # a real write: a full disk fails
+                probe.write(b"\0" * 4096)
+                probe.flush()
+                os.fsync(probe.fileno())
+        except OSError as exc:
+            return _fall_back(path, exc)
+        _PROBED.add(str(path))
+    return path
 
-        fallback = Path(tempfile.mkdtemp(prefix="reduced-odes-cache-"))
-        atexit.register(shutil.rmtree, fallback, ignore_errors=True)
-        warn(f"cache directory {root} is not usable ({exc.strerror or exc}); using the "
-             f"temporary cache {fallback} for this process; set REDUCED_ODES_CACHE to a "
-             f"writable directory to keep derivations between runs")
-        return fallback
+
+def _fall_back(directory: Path, exc: OSError) -> Path:
+    """This process's temporary cache, used from now on instead of ``directory``, which
+    could not be written (one warning line, naming both and why)."""
+    import atexit
+    import shutil
+
+    fallback = Path(tempfile.mkdtemp(prefix="reduced-odes-cache-"))
+    atexit.register(shutil.rmtree, fallback, ignore_errors=True)
+    _FALLBACKS[str(directory)] = fallback
+    _PROBED.add(str(fallback))
+    warn(f"cache directory {directory} is not usable ({exc.strerror or exc}); using the "
+         f"temporary cache {fallback} for this process; set REDUCED_ODES_CACHE to a "
+         f"writable directory to keep derivations between runs")
+    return fallback
+
+
+def write_cache_files(directory: Path, files: Mapping[str, str]) -> Path:
+    """Write ``files`` (name -> text) into the cache ``directory``, each atomically; the
+    directory that holds them all.
+
+    If a write fails there (a full disk), every file goes to this process's temporary cache
+    instead (:func:`cache_dir` gives it from now on), with one warning; an error there too
+    is raised, naming the file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> directory = Path(tempfile.mkdtemp())
+    >>> write_cache_files(directory, {"a.json": "{}"}) == directory
+    True
+    """
+    directory = _usable_cache(directory)
+    try:
+        for name, text in files.items():
+            atomic_write(directory / name, text)
+        return directory
+    except OSError as exc:
+        if directory in _FALLBACKS.values():
+            raise
+        fallback = _fall_back(directory, exc)
+    for name, text in files.items():
+        atomic_write(fallback / name, text)
+    return fallback
 
 
 @functools.cache
@@ -505,7 +552,7 @@ def load_system(model, variant: str | None = None, *, structure: Mapping[str, An
 def _load_system(model, variant: str, structure: Mapping[str, Any],
                  directory: Path | None) -> CompiledSystem:
     """:func:`load_system` once its arguments are resolved, checking the cache's files."""
-    directory = Path(directory) if directory is not None else cache_dir()
+    directory = _usable_cache(directory) if directory is not None else cache_dir()
     name = _system_name(variant, structure)
     index = directory / f"index-{derivation_key(model, name)}.json"
     memo_key = (model.name, name, str(index))
@@ -521,10 +568,13 @@ def _load_system(model, variant: str, structure: Mapping[str, Any],
     except (OSError, ValueError, KeyError, TypeError):
         pass
     body, key = _generate(model.name, name, _derive(model, variant, structure))
-    path = directory / f"system-{key}.py"
-    atomic_write(path, f"# checksum: {_body_checksum(body)}\n{body}")
-    atomic_write(index, json.dumps({"module": path.name, "model": model.name,
-                                    "variant": name, "versions": _versions()}))
+    module_name = f"system-{key}.py"
+    directory = write_cache_files(directory, {
+        module_name: f"# checksum: {_body_checksum(body)}\n{body}",
+        index.name: json.dumps({"module": module_name, "model": model.name, "variant": name,
+                                "versions": _versions()})})
+    path, index = directory / module_name, directory / index.name
+    memo_key = (model.name, name, str(index))
     module = _load_module(path)
     if module is None:
         raise RuntimeError(f"generated module {path} failed to load")
@@ -560,5 +610,6 @@ def cached_symbolic(model, variant: str, name: str, derive: Callable[[], dict]) 
     except (OSError, ValueError, TypeError, AttributeError, sp.SympifyError):
         pass
     values = derive()
-    atomic_write(path, json.dumps({key: sp.srepr(v) for key, v in values.items()}))
+    write_cache_files(path.parent, {path.name: json.dumps({key: sp.srepr(v)
+                                                           for key, v in values.items()})})
     return values

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import io
 import math
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from ._io import atomic_write
 from ._params import ParameterError
 from ._results import read_json
 from ._version import __version__
@@ -284,9 +284,7 @@ def save_figure(fig, path_stem: str | Path, formats: Sequence[str] = FORMATS) ->
         path = Path(f"{path_stem}.{fmt}")
         path.parent.mkdir(parents=True, exist_ok=True)
         if not (path.exists() and path.read_bytes() == data):
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
+            atomic_write(path, data)
         paths.append(path)
     return paths
 

@@ -3,23 +3,53 @@
 A leaf of the engine (the standard library only): the compiler's cache, the
 result files, the sweep's results lines and the verdicts are all written with
 :func:`atomic_write`, and every JSON document the engine writes goes through
-:func:`json_safe` first.
+:func:`json_safe` first.  An I/O error names the file it concerns (:func:`naming`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write", "json_safe"]
+__all__ = ["atomic_write", "json_safe", "naming"]
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all (a temporary file, then a rename).
+@contextlib.contextmanager
+def naming(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Let every OSError raised inside name ``path``: a write to an open handle, its flush
+    or fsync (a full disk), or a temporary file's rename, names no file or another one.
+
+    Examples
+    --------
+    >>> import errno
+    >>> with naming("results.jsonl"):
+    ...     raise OSError(errno.ENOSPC, "No space left on device")
+    Traceback (most recent call last):
+    ...
+    OSError: [Errno 28] No space left on device: 'results.jsonl'
+    """
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno is None:  # an error without a code prints no file: record it only
+            exc.filename = str(path)
+        if exc.errno is None or (exc.filename == str(path) and exc.filename2 is None):
+            raise
+        # A new error of the same kind (the errno picks the subclass), naming only ``path``.
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
+def atomic_write(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (or bytes) to ``path`` whole or not at all (a temporary file, then a
+    rename).
+
+    An OSError (a full disk, a directory that is not writable) names ``path``.
 
     Examples
     --------
@@ -29,12 +59,19 @@ def atomic_write(path: Path, text: str) -> None:
     >>> path.read_text()
     'done\\n'
     """
+    with naming(path):
+        _write_then_rename(Path(path), text)
+
+
+def _write_then_rename(path: Path, text: str | bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)  # an ordinary file's mode, not mkstemp's private 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        binary = isinstance(text, bytes)
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") \
+                as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

@@ -96,5 +96,6 @@ def platform_stamp() -> dict:
     """
     import os
 
+    coretype = os.environ.get("OPENBLAS_CORETYPE") or None  # empty: unset
     return {"cpu": _cpu(), "machine": platform.machine(), "system": platform.system(),
-            "blas": _blas(), "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE")}
+            "blas": _blas(), "openblas_coretype": coretype}

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
 
 from ._io import atomic_write, json_safe
+from ._params import ParameterError
 
-__all__ = ["dumps_record", "loads_record", "read_json", "trajectory_record", "write_documents",
+__all__ = ["CHECK", "DataFileError", "VerificationError", "dumps_checked", "dumps_record",
+           "loads_checked", "loads_record", "read_json", "trajectory_record", "write_documents",
            "write_json"]
 
 #: Key of a record that lists, by JSON pointer, the values stored as ``null`` and why.
 NULL_REASONS = "null_reasons"
+#: Key of a line's checksum: sha256 of the canonical JSON (:func:`_canonical`) of the line's
+#: other members, so that a changed byte that leaves valid JSON is still noticed.
+CHECK = "check"
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
@@ -50,24 +56,106 @@ def dumps_record(record: dict, encoded: dict[str, str] | None = None) -> str:
     return json.dumps(clean, allow_nan=False, sort_keys=False)
 
 
+class VerificationError(ValueError):
+    """A line that parses but fails a check: its checksum (or, for a results line, its key)."""
+
+
+def _canonical(members: dict) -> bytes:
+    """The one spelling of ``members`` a checksum covers: sorted keys, no spaces, floats by
+    ``repr`` (which round-trips), strict JSON."""
+    return json.dumps(members, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _checksum(members: dict) -> str:
+    return hashlib.sha256(_canonical(members)).hexdigest()
+
+
+def dumps_checked(record: dict, encoded: dict[str, str] | None = None) -> str:
+    """:func:`dumps_record`'s line with a last member ``"check"``: the sha256 of the canonical
+    JSON of the line's other members, which :func:`loads_checked` verifies.
+
+    Examples
+    --------
+    >>> line = dumps_checked({"key": "k", "result": 1.5})
+    >>> others, check = line.split(', "check": ')
+    >>> others
+    '{"key": "k", "result": 1.5'
+    >>> canonical = b'{"key":"k","result":1.5}'  # sorted keys, no spaces
+    >>> check == '"' + hashlib.sha256(canonical).hexdigest() + '"}'
+    True
+    >>> loads_checked(line)
+    ({'key': 'k', 'result': 1.5}, True)
+    >>> loads_checked(line.replace("1.5", "1.6"))
+    Traceback (most recent call last):
+    ...
+    reduced_odes._results.VerificationError: checksum mismatch ...
+    """
+    line = dumps_record(record, encoded)
+    members = json.loads(line)  # as a reader sees them: NumPy values and NaN already encoded
+    return f'{line[:-1]}{", " if members else ""}"{CHECK}": "{_checksum(members)}"}}'
+
+
+def loads_checked(line: str | bytes) -> tuple[dict, bool]:
+    """:func:`loads_record` of a line, verifying and removing its ``"check"`` member; the
+    record and whether it had one (a line written before checksums has none).
+
+    Raises ValueError if ``line`` is not a JSON object, and :class:`VerificationError` if
+    its checksum does not match.
+    """
+    members = _object(line)
+    if CHECK not in members:
+        return _restored(members), False
+    check = members.pop(CHECK)
+    try:
+        expected = _checksum(members)
+    except ValueError:  # a bare NaN or Infinity: not a line this module wrote
+        expected = None
+    if check != expected:
+        raise VerificationError("checksum mismatch (the line was changed after it was "
+                                "written)")
+    return _restored(members), True
+
+
 def loads_record(line: str | bytes) -> dict:
     """Inverse of :func:`dumps_record`: the ``null`` values it listed become floats again.
 
     Bare ``NaN`` (files written before strict JSON) is still read.  Raises ValueError if
     ``line`` is not a JSON object.
     """
+    return _restored(_object(line))
+
+
+def _object(line: str | bytes) -> dict:
+    """The JSON object of ``line``; ValueError if it is none."""
     record = json.loads(line)
     if not isinstance(record, dict):
         raise ValueError("not a JSON object")
-    for pointer, text in record.pop(NULL_REASONS, {}).items():
-        *parents, last = pointer.split("/")[1:]
-        node = record
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node[part]
-        if isinstance(node, list):
-            node[int(last)] = _NONFINITE[text]
-        else:
-            node[last] = _NONFINITE[text]
+    return record
+
+
+def _restored(record: dict) -> dict:
+    """``record`` with the values its ``null_reasons`` list put back (and that member gone);
+    ValueError if the list names a value the record does not have."""
+    reasons = record.pop(NULL_REASONS, {})
+    if not isinstance(reasons, dict):
+        raise ValueError(f"{NULL_REASONS} is not an object")
+    for pointer, text in reasons.items():
+        if not (isinstance(text, str) and text in _NONFINITE):
+            raise ValueError(f"{NULL_REASONS} gives {pointer!r} the value {text!r}")
+        *parents, last = pointer.split("/")[1:] or [""]
+        try:
+            node = record
+            for part in parents:
+                node = node[int(part)] if isinstance(node, list) else node[part]
+            if isinstance(node, list):
+                node[int(last)] = _NONFINITE[text]
+            elif isinstance(node, dict) and last in node:
+                node[last] = _NONFINITE[text]
+            else:
+                raise KeyError(last)
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise ValueError(f"{NULL_REASONS} names {pointer!r}, which the record does not "
+                             f"have") from None
     return record
 
 
@@ -113,16 +201,38 @@ def write_json(path: str | Path, document: dict) -> Path:
     return path
 
 
+class DataFileError(ParameterError):
+    """A data or results file that cannot be read as what it should be; the message names
+    the file (and line), what is wrong and what to do."""
+
+
 def read_json(path: str | Path) -> dict:
-    """The JSON document at ``path`` (UTF-8).
+    """The JSON document in ``path``.
+
+    A file that is not valid JSON (truncated by a full disk or a killed writer, say) raises
+    :class:`DataFileError` naming it, rather than a decoder traceback.
 
     Examples
     --------
-    >>> import tempfile
+    >>> import pathlib, tempfile
     >>> read_json(write_json(f"{tempfile.mkdtemp()}/a.json", {"phases": {"T": 2.5}}))
     {'phases': {'T': 2.5}}
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "data.json"
+    >>> _ = path.write_text('{"t": [1, 2')
+    >>> read_json(path)
+    Traceback (most recent call last):
+    ...
+    reduced_odes._results.DataFileError: data file '...data.json' is not valid JSON ...
     """
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    text = Path(path).read_bytes()
+    try:
+        return json.loads(text.decode("utf-8"))
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        why = f"{exc.msg} at line {exc.lineno} column {exc.colno}" \
+            if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+        raise DataFileError(f"data file {str(path)!r} is not valid JSON ({why}; "
+                            f"{len(text)} bytes); delete it to have it computed again, "
+                            f"or restore it") from None
 
 
 def render_documents(stem: str, title: str, intro: str, sections, named, *,

@@ -1,9 +1,11 @@
 """Resumable parameter sweeps, run through any :class:`concurrent.futures.Executor`.
 
 Each finished task appends one JSON line ``{"key", "setting", "result" | "error",
-"metadata"}`` to a results file; a rerun skips settings that already have a
+"metadata", "check"}`` to a results file; a rerun skips settings that already have a
 ``"result"`` line computed under the same :data:`RESUME_KEYS` metadata and runs the
-rest.  Only the calling process writes the file.
+rest.  Only the calling process writes the file.  Every line read back is verified: its
+key is computed again from its setting and its ``"check"`` (a checksum of the other
+members) must match, so a line changed after it was written is never reused.
 """
 
 import concurrent.futures as cf
@@ -11,6 +13,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import math
 import os
 import time
 import tomllib
@@ -19,13 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._io import atomic_write
-from ._params import ParameterError, warn
+from ._io import atomic_write, naming
+from ._params import ParameterError, check_keys, warn
 from ._progress import Progress
-from ._results import dumps_record, loads_record
+from ._results import CHECK, DataFileError, VerificationError, dumps_checked, loads_checked
 
-__all__ = ["RESUME_KEYS", "ResultsFileError", "SweepReport", "expand_grid", "load_grid",
-           "process_pool", "read_results", "repair_results", "results_lock", "run_sweep",
+__all__ = ["MAX_GRID_DEPTH", "MAX_GRID_SETTINGS", "RESUME_KEYS", "ResultsFileError",
+           "SweepReport", "expand_grid", "grid_size", "load_grid", "process_pool",
+           "read_results", "repair_results", "results_line", "results_lock", "run_sweep",
            "setting_key", "worker_count"]
 
 Setting = dict[str, Any]
@@ -41,6 +45,18 @@ def _tolist(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+#: The most settings a grid file may expand to.  Every setting is held in memory and
+#: checked before anything runs: at this limit, ``reduced-odes sweep`` takes about 0.5 GB
+#: and 35 s before its first result (deep_linear, two cores), and both grow in proportion.
+#: A larger grid is refused before it is expanded: split it into several files (run one
+#: after the other, into one results file if you like).
+MAX_GRID_SETTINGS = 1_000_000
+#: How deep a grid value may nest: an axis (a list) of values, each of which may be a list
+#: or a table itself.  Deeper nesting is no parameter value, and bounds every walk over a
+#: setting (its key, its JSON).
+MAX_GRID_DEPTH = 2
 
 
 def expand_grid(spec: Mapping[str, Any]) -> list[Setting]:
@@ -59,26 +75,87 @@ def expand_grid(spec: Mapping[str, Any]) -> list[Setting]:
     return [dict(zip(spec, combo, strict=True)) for combo in itertools.product(*axes)]
 
 
-def load_grid(path: str | os.PathLike[str]) -> list[Setting]:
+def grid_size(spec: Mapping[str, Any]) -> int:
+    """How many settings :func:`expand_grid` makes of ``spec``, without making them.
+
+    Examples
+    --------
+    >>> grid_size({"L": [50, 200, 400], "sigma": [1e-2, 1e-4], "closure": "linear"})
+    6
+    """
+    return math.prod(len(v) if isinstance(v, list | tuple) else 1 for v in spec.values())
+
+
+def load_grid(path: str | os.PathLike[str], *, keys: Iterable[str] | None = None
+              ) -> list[Setting]:
     """Read settings from a TOML file with a ``[grid]`` table and an optional ``[fixed]`` table.
 
     ``[grid]`` is expanded with :func:`expand_grid`; several ``[[grid]]`` tables give the
-    union of their products without duplicates.  ``[fixed]`` is merged into every setting.
-    Raises :class:`ValueError` naming the file if it is not valid TOML of that shape.
+    union of their products without duplicates (equal numbers are equal: see
+    :func:`setting_key`).  ``[fixed]`` is merged into every setting.  Raises
+    :class:`ValueError` naming the file if it is not valid TOML of that shape, has a key
+    outside ``keys`` (if given), a date or time, a value nested deeper than
+    :data:`MAX_GRID_DEPTH`, or more settings than :data:`MAX_GRID_SETTINGS` (counted before
+    any is made).
 
     Examples
     --------
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "grid.toml"
-    >>> _ = path.write_text('[grid]\\nL = [50, 200]\\n[fixed]\\nmethod = "LSODA"\\n')
+    >>> _ = path.write_text('[grid]\\nL = [50, 200, 200.0]\\n[fixed]\\nmethod = "LSODA"\\n')
     >>> load_grid(path)
     [{'L': 50, 'method': 'LSODA'}, {'L': 200, 'method': 'LSODA'}]
     """
+    grids, fixed = _read_grid(path)
+    for table in (*grids, fixed):
+        _check_values(path, table, keys)
+    for grid in grids:
+        if clash := sorted(set(grid) & set(fixed)):
+            raise ValueError(f"{path}: parameter(s) {clash} appear in both [grid] and [fixed]")
+        if empty := sorted(k for k, v in grid.items() if isinstance(v, list) and not v):
+            raise ValueError(f"{path}: [grid] {', '.join(empty)} = [] leaves no setting; "
+                             f"allowed: a non-empty list or a single value")
+    size = sum(grid_size(grid) for grid in grids)
+    if size > MAX_GRID_SETTINGS:
+        axes = " + ".join(" x ".join(str(len(v)) for v in grid.values() if isinstance(v, list))
+                          or "1" for grid in grids)
+        raise ValueError(f"{path}: the grid has {size:,} settings ({axes}); allowed: at most "
+                         f"{MAX_GRID_SETTINGS:,} in one file: split it into several")
+    products = [[setting | fixed for setting in expand_grid(_distinct(grid))] for grid in grids]
+    if len(products) == 1:  # distinct values on every axis: distinct settings
+        return products[0]
+    unique: dict[str, Setting] = {}
+    for setting in itertools.chain.from_iterable(products):
+        unique.setdefault(setting_key(setting), setting)
+    return list(unique.values())
+
+
+def _distinct(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec`` with each axis's repeated values (equal numbers: ``1`` and ``1.0``) listed
+    once, at their first place."""
+    def once(values: list) -> list:
+        first: dict[str, Any] = {}
+        for value in values:
+            first.setdefault(_digest(_canonical(value)), value)
+        return list(first.values())
+
+    return {k: once(v) if isinstance(v, list) else v for k, v in spec.items()}
+
+
+def _read_grid(path: str | os.PathLike[str]) -> tuple[list[dict], dict]:
+    """The ``[grid]`` tables and the ``[fixed]`` table of a grid file; ValueError naming the
+    file if it is not valid TOML of that shape."""
     try:
         with open(path, "rb") as fh:
             doc = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: invalid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: invalid TOML: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:  # the parser recurses once per level of nesting
+        raise ValueError(f"{path}: a value nests too deep for the TOML parser; allowed: at "
+                         f"most {MAX_GRID_DEPTH} levels (a list of values, each a list or "
+                         f"a table at most)") from None
     if unknown := sorted(set(doc) - {"grid", "fixed"}):
         raise ValueError(f"{path}: unknown top-level key(s) {unknown}; expected [grid], [fixed]")
     grids, fixed = doc.get("grid"), doc.get("fixed", {})
@@ -87,98 +164,204 @@ def load_grid(path: str | os.PathLike[str]) -> list[Setting]:
         raise ValueError(f"{path}: needs a [grid] table or [[grid]] tables")
     if not isinstance(fixed, dict):
         raise ValueError(f"{path}: [fixed] must be a table")
-    unique: dict[str, Setting] = {}
-    for grid in grids:
-        if clash := sorted(set(grid) & set(fixed)):
-            raise ValueError(f"{path}: parameter(s) {clash} appear in both [grid] and [fixed]")
-        if empty := sorted(k for k, v in grid.items() if isinstance(v, list) and not v):
-            raise ValueError(f"{path}: [grid] {', '.join(empty)} = [] leaves no setting; "
-                             f"allowed: a non-empty list or a single value")
-        for setting in expand_grid(grid):
-            unique.setdefault(setting_key(setting | fixed), setting | fixed)
-    return list(unique.values())
+    return grids, fixed
+
+
+#: The values a grid may hold: TOML's, less its dates and times (no parameter takes one).
+_SCALARS = (str, int, float, bool)
+
+
+def _check_values(path: str | os.PathLike[str], table: dict, keys: Iterable[str] | None
+                  ) -> None:
+    """ValueError naming the file if ``table`` has a key outside ``keys`` (if given), or a
+    value that is a date or time or nests deeper than :data:`MAX_GRID_DEPTH`."""
+    if keys is not None:
+        allowed = list(keys)
+        try:
+            check_keys("grid key(s)", table, allowed)
+        except ParameterError as exc:
+            raise ParameterError(f"{path}: {exc}") from None
+    for key, value in table.items():
+        stack = [(value, 0)]
+        while stack:  # no recursion: a value may nest as deep as the parser allowed
+            item, depth = stack.pop()
+            if isinstance(item, list | dict):
+                if depth == MAX_GRID_DEPTH:
+                    raise ValueError(f"{path}: {key} nests deeper than {MAX_GRID_DEPTH} "
+                                     f"levels; allowed: a value, or a list of values, each a "
+                                     f"list or a table at most")
+                stack += [(v, depth + 1) for v in (item.values() if isinstance(item, dict)
+                                                   else item)]
+            elif not isinstance(item, _SCALARS):
+                raise ValueError(f"{path}: {key} = {item} is a {type(item).__name__}; "
+                                 f"allowed: numbers, strings, true or false")
 
 
 def setting_key(setting: Mapping[str, Any]) -> str:
     """Stable key of a setting: sha256 of its JSON with sorted keys (floats via ``repr``).
 
+    Equal numbers give equal keys: a float that equals an integer is written as that integer
+    (``1.0`` as ``1``), so that ``L = 200`` and ``L = 200.0`` are one setting.  A bool is not
+    a number (``true`` is not ``1``).
+
     Examples
     --------
     >>> setting_key({"b": 0.1, "a": 1}) == setting_key({"a": 1, "b": 0.1}) != setting_key({"a": 1})
     True
+    >>> setting_key({"L": 200.0}) == setting_key({"L": 200}) != setting_key({"L": True})
+    True
     """
-    canonical = json.dumps(dict(setting), sort_keys=True, separators=(",", ":"), default=_tolist)
+    return _digest(_canonical(dict(setting)))
+
+
+def _digest(value: Any) -> str:
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), default=_tolist)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-class ResultsFileError(ParameterError):
+#: Types whose JSON is their key's as it is (a bool stays a bool: it is not a number).
+_AS_IS = frozenset({str, int, bool, type(None)})
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` with every float that equals an integer as that integer, at any depth."""
+    kind = type(value)
+    if kind in _AS_IS:
+        return value
+    if kind is dict:  # a setting: its plain values without a call each (a key per setting)
+        return {k: v if type(v) in _AS_IS else _canonical(v) for k, v in value.items()}
+    if hasattr(value, "tolist") and not isinstance(value, list | tuple | str | float):
+        value = value.tolist()  # a NumPy scalar or array
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def _legacy_key(setting: Mapping[str, Any]) -> str:
+    """The key a line written before :func:`setting_key` merged equal numbers has."""
+    return _digest(dict(setting))
+
+
+class ResultsFileError(DataFileError):
     """A results file that is corrupt or not a results file; the message names file and line."""
 
 
+#: The members of a results line (besides ``"null_reasons"`` and ``"check"``).
+_MEMBERS = frozenset({"key", "setting", "result", "error", "metadata"})
+
+
 def _record(line: bytes) -> dict[str, Any]:
-    """The record of one results line; ValueError if it is not one."""
-    record = loads_record(line)  # JSON and UTF-8 errors are ValueErrors
-    if not isinstance(record.get("key"), str) or "setting" not in record:
+    """The verified record of one results line: ValueError if it is not one, and
+    :class:`VerificationError` if its checksum or its key does not match.
+
+    A line without a checksum (written by an older version) is verified by its key alone,
+    which may be the older key of its setting, and may have no other members (a changed
+    byte in the name ``"check"`` would otherwise pass); the record returned has the current
+    key.
+    """
+    record, checked = loads_checked(line.decode())  # JSON and UTF-8 errors are ValueErrors
+    setting = record.get("setting")
+    if not isinstance(record.get("key"), str) or not isinstance(setting, dict):
         raise ValueError("not a sweep record (no 'key' and 'setting')")
+    if not checked and (unknown := sorted(set(record) - _MEMBERS)):  # e.g. "check" misspelt
+        raise VerificationError(f"no checksum, and member(s) {unknown} of no results line")
+    key = setting_key(setting)
+    if record["key"] != key and (checked or record["key"] != _legacy_key(setting)):
+        raise VerificationError("its key is not its setting's")
+    record["key"] = key
     return record
 
 
-def _parse(data: bytes, name: Any, *, repair: bool = False) -> tuple[list[dict[str, Any]], int]:
-    """Records in ``data`` and the end of its committed part (lines with their newline).
+#: What a line that is no record raises while it is read (a bad ``null_reasons`` entry, or
+#: nesting deeper than the JSON decoder's recursion).
+_CORRUPT = (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError)
+
+
+def _parse(data: bytes, name: Any, *, repair: bool = False, quiet: bool = False
+           ) -> tuple[list[tuple[bytes, dict[str, Any]]], int]:
+    """``(line, record)`` of every verified line of ``data``, and the end of its committed
+    part (lines with their newline).
 
     A tail after the last newline, torn by a killed writer or NUL-filled by a crash (the file
-    grew but its data never reached the disk), is dropped with a warning.  Any other bad line
-    raises :class:`ResultsFileError`, unless ``repair`` (then it is dropped with a warning).
+    grew but its data never reached the disk), is dropped with a warning.  A line that fails
+    its checks (:func:`_record`) is left out with a warning naming file and line (unless
+    ``quiet``): a rerun computes its setting again.  Any other bad line raises
+    :class:`ResultsFileError`, unless ``repair`` (then every bad line is dropped, with one
+    warning).
     """
     *lines, tail = data.split(b"\n")
     text = tail.rstrip(b"\0").strip()
     if text and not _HEAD.startswith(text[: len(_HEAD)]) and not repair:
         raise ResultsFileError(f"{name}:{len(lines) + 1}: not a results line: {text[:40]!r}; "
                                f"--repair keeps the valid lines")
-    if tail:
+    if tail and not quiet:
         warn(f"{name}:{len(lines) + 1}: dropped an incomplete last line ({len(tail)} bytes, "
              f"{'NUL-filled' if not text else 'torn'})")
-    records, dropped = [], 0
+    records, dropped, unverified = [], 0, []
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            records.append(_record(line))
-        except (ValueError, KeyError, IndexError) as exc:
+            records.append((line, _record(line)))
+        except VerificationError as exc:
+            unverified.append((lineno, exc))
+        except _CORRUPT as exc:
             if not repair:
                 raise ResultsFileError(f"{name}:{lineno}: corrupt results line ({exc}); "
                                        f"--repair keeps the valid lines") from None
             dropped += 1
-    if dropped:
-        warn(f"{name}: --repair dropped {dropped} corrupt line(s)")
+    if repair and dropped + len(unverified):
+        warn(f"{name}: --repair dropped {dropped + len(unverified)} corrupt line(s)")
+    elif unverified and not quiet:
+        warn(_unverified_message(name, unverified))
     return records, len(data) - len(tail)
 
 
-def read_results(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """All records (successes and errors) of a results file, in file order.
+def _unverified_message(name: Any, unverified: list[tuple[int, Exception]]) -> str:
+    """One warning line for the lines that failed their checks: where, and why (the first)."""
+    where = ",".join(str(lineno) for lineno, _ in unverified[:5])
+    more = f" and {len(unverified) - 5} more" if len(unverified) > 5 else ""
+    return (f"{name}:{where}{more}: {len(unverified)} results line(s) fail their check "
+            f"({unverified[0][1]}); ignored, so a rerun computes their settings again; "
+            f"--repair drops them")
+
+
+def read_results(path: str | os.PathLike[str], *, quiet: bool = False
+                 ) -> list[dict[str, Any]]:
+    """All verified records (successes and errors) of a results file, in file order.
 
     A last line without its newline (torn by a killed writer, or NUL-filled) is ignored with
-    a warning; any other corrupt line raises :class:`ResultsFileError` naming file and line.
+    a warning, and so is a line that fails its checks (its key or checksum; naming file and
+    line); any other corrupt line raises :class:`ResultsFileError` naming file and line.
+    ``quiet``: no warnings.  Records have no ``"check"`` member.
 
     Examples
     --------
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
-    >>> _ = path.write_bytes(b'{"key": "a", "setting": {}, "result": 1}\\n{"key": "b", "se')
-    >>> [r["key"] for r in read_results(path)]  # doctest: +SKIP
-    ['a']
+    >>> line = results_line({"setting": {"x": 1}, "result": 1})
+    >>> _ = path.write_text(line + line.replace('"result": 1', '"result": 2') + line[:20])
+    >>> [r["result"] for r in read_results(path, quiet=True)]
+    [1]
     """
-    return _parse(Path(path).read_bytes(), path)[0]
+    with naming(path):
+        data = Path(path).read_bytes()
+    return [record for _, record in _parse(data, path, quiet=quiet)[0]]
 
 
 def repair_results(path: str | os.PathLike[str]) -> int:
-    """Rewrite a results file keeping its valid lines; the number of records kept.
+    """Rewrite a results file keeping its verified lines, byte for byte; how many it kept.
 
     Examples
     --------
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
-    >>> _ = path.write_bytes(b'{"key": "a", "setting": {}, "result": 1}\\n\\x00garbage\\n')
+    >>> line = results_line({"setting": {"x": 1}, "result": 1})
+    >>> _ = path.write_text(line + "\\x00garbage\\n" + line.replace("1}", "2}"))
     >>> repair_results(path)  # doctest: +SKIP
     1
     """
@@ -186,9 +369,26 @@ def repair_results(path: str | os.PathLike[str]) -> int:
     if not path.exists():
         return 0
     with results_lock(path):
-        records, _ = _parse(path.read_bytes(), path, repair=True)
-        atomic_write(path, "".join(dumps_record(r) + "\n" for r in records))
+        with naming(path):
+            data = path.read_bytes()
+        records, _ = _parse(data, path, repair=True)
+        atomic_write(path, b"".join(line + b"\n" for line, _ in records).decode())
     return len(records)
+
+
+def results_line(record: Mapping[str, Any]) -> str:
+    """The results line of ``record`` (its ``setting``, ``result`` or ``error``, and any
+    further members) with its newline: the key computed from the setting first, the
+    checksum last.
+
+    Examples
+    --------
+    >>> line = results_line({"setting": {"x": 1.0}, "result": {"y": 2}})
+    >>> line.startswith('{"key": "' + setting_key({"x": 1}) + '", "setting": {"x": 1.0}')
+    True
+    """
+    members = {k: v for k, v in record.items() if k not in ("key", CHECK)}
+    return dumps_checked({"key": setting_key(record["setting"])} | members) + "\n"
 
 
 #: Descriptors holding a results lock; a forked worker closes its copies, so that a killed
@@ -221,7 +421,8 @@ def results_lock(path: Path):
         return
     with open(path, "ab") as handle:
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with naming(path):  # e.g. no locks on this filesystem: the error names the file
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise ParameterError(f"results file {str(path)!r} is in use by another run "
                                  f"(sweep or verify); wait for it to finish") from None
@@ -382,8 +583,8 @@ def _lines(keys: list[str], pending: dict[str, Setting], future: cf.Future,
         tail = None
 
     def written(record: dict[str, Any]) -> str:
-        return dumps_record(record, tail) if tail else dumps_record(record | {"metadata":
-                                                                               metadata})
+        return dumps_checked(record, tail) if tail else dumps_checked(record | {"metadata":
+                                                                                 metadata})
 
     lines = []
     for key, (ok, value) in zip(keys, outcomes, strict=False):  # an interrupted chunk is short
@@ -483,13 +684,14 @@ def run_sweep(
     path = Path(results_path)
     metadata = json.loads(json.dumps(dict(metadata or {}), default=_tolist))
     todo: dict[str, Setting] = {}
-    for setting in settings:
-        todo.setdefault(setting_key(setting), dict(setting))
+    for setting in settings:  # a dict as it is: a large grid is not held twice
+        todo.setdefault(setting_key(setting), setting if type(setting) is dict else
+                        dict(setting))
     with results_lock(path):
         outcomes = _run_pending(todo, task, path, executor, max_workers, progress, metadata,
                                 prepare)
-        successes = ({r["key"]: r for r in read_results(path) if _reusable(r, metadata)}
-                     if collect else {})
+        successes = ({r["key"]: r for r in read_results(path, quiet=True)
+                      if _reusable(r, metadata)} if collect else {})
     pending = sum(outcomes.values())
     return SweepReport(
         total=len(todo), skipped=len(todo) - pending, completed=outcomes[True],
@@ -509,10 +711,12 @@ def _run_pending(todo: dict[str, Setting], task: Callable, path: Path, executor,
                  max_workers: int | None, progress: bool | None, metadata: dict,
                  prepare: Callable | None) -> dict:
     """Run the settings of ``todo`` without a result in ``path``; ``{ok: count}``."""
-    data = path.read_bytes()
-    records, intact = _parse(data, path)
+    with naming(path):
+        data = path.read_bytes()
+    parsed, intact = _parse(data, path)
     if intact < len(data):  # cut a torn last line, so that appends start on a fresh line
         os.truncate(path, intact)
+    records = [record for _, record in parsed]
     done = {record["key"] for record in records if _reusable(record, metadata)}
     pending = {key: setting for key, setting in todo.items() if key not in done}
     stale = {r["key"] for r in records if "result" in r and r["key"] in pending}
@@ -543,9 +747,10 @@ def _run_pending(todo: dict[str, Setting], task: Callable, path: Path, executor,
                 for future in finished:
                     keys = inflight.pop(future)
                     lines = _lines(keys, pending, future, metadata)
-                    fh.write(b"".join(line for line, _ in lines))  # whole lines, then to disk
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                    with naming(path):  # a full disk: the error names the results file
+                        fh.write(b"".join(line for line, _ in lines))  # whole lines, then
+                        fh.flush()  # to disk
+                        os.fsync(fh.fileno())
                     for _, ok in lines:
                         outcomes[ok] += 1
                     report.tick(len(lines), failed=sum(not ok for _, ok in lines))

@@ -33,12 +33,14 @@ from ._cli_options import (
     add_backend_option,
     add_run_options,
     check_run_options,
+    repair_if_asked,
     run_executor,
     writable,
 )
 from ._integrate import solve
 from ._params import ParameterError, SolverConfig, check_keys
 from ._prepare import prepare
+from ._progress import Progress
 from ._provenance import platform_stamp, source_stamp, versions
 from ._registry import get_model, reference
 from ._sweep import load_grid, run_sweep
@@ -113,26 +115,63 @@ def solve_setting(setting: dict[str, Any]) -> dict[str, Any]:
     return solve(params, variant, solver, thresholds, model=model).to_dict()
 
 
-def run(args: argparse.Namespace) -> int:
-    """Handler of ``reduced-odes sweep``; see the module docstring for the exit status."""
-    model = args.model
-    writable(args.out, "file")
-    check_run_options(args, Path(args.out))
+def _grid_settings(args: argparse.Namespace, model) -> tuple[list[dict[str, Any]], str]:
+    """Every setting of ``args.grid``, its defaults filled in, each checked (before any
+    work), and the backend of the job; ParameterError naming the grid and the first bad
+    setting."""
     try:
-        settings = load_grid(args.grid)
+        settings = load_grid(args.grid, keys=["model", *allowed_keys(model)])
     except OSError as exc:
         raise ParameterError(f"grid={args.grid!r} cannot be read: {exc.strerror}") from None
     except ValueError as exc:  # invalid TOML or the wrong shape; the message names the file
         raise ParameterError(f"grid: {exc}") from None
     ref = reference(model)
+    _check_models(model, ref, settings)
     backend = for_job(args.backend, len(settings))
-    settings = [{"model": ref, model.variant_option: args.variant, "backend": backend} | setting
-                for setting in settings]
-    for setting in settings:
+    defaults = {"model": ref, model.variant_option: args.variant, "backend": backend}
+    for i, setting in enumerate(settings):  # in place: a large grid is not held twice
+        settings[i] = defaults | setting | {"model": ref}
+    report = Progress("checking grid", len(settings), show=args.progress, quiet=2.0)
+    for done, setting in enumerate(settings, 1):
         try:
             _split(model, setting)
         except ParameterError as exc:
             raise ParameterError(f"{exc} (in grid setting {setting})") from None
+        if done % 1000 == 0:
+            report.update(done)
+    report.update(len(settings))
+    report.close()
+    return settings, backend
+
+
+def _check_models(model, ref: str, settings: list[dict[str, Any]]) -> None:
+    """ParameterError unless every ``model`` a grid names is the command's (``--model``),
+    resolved by the same rules; a grid runs one model."""
+    checked = {model.name, ref}
+    for value in {repr(s["model"]): s["model"] for s in settings if "model" in s}.values():
+        if not isinstance(value, str):
+            raise ParameterError(f"grid key model={value!r} is not a model reference; "
+                                 f"allowed: {ref!r} (the command's --model) or no model key")
+        if value in checked:
+            continue
+        try:
+            named = get_model(value)
+        except ParameterError as exc:  # it names no model
+            raise ParameterError(f"grid key {exc}") from None
+        if named is not model and reference(named) != ref:
+            raise ParameterError(f"grid key model={value!r} is not the command's model "
+                                 f"{ref!r}; allowed: {ref!r} or no model key (one sweep "
+                                 f"per model, each with its --model)")
+        checked.add(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``reduced-odes sweep``; see the module docstring for the exit status."""
+    model = args.model
+    writable(args.out, "file")
+    check_run_options(args)
+    settings, backend = _grid_settings(args, model)
+    repair_if_asked(args, Path(args.out))
     metadata = {"versions": versions(), "platform": platform_stamp(),
                 "solver_defaults": SolverConfig().as_dict(),
                 "grid": os.path.abspath(args.grid), "source": source_stamp()}

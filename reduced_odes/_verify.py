@@ -22,8 +22,7 @@ from ._params import ParameterError, SolverConfig
 from ._prepare import prepare
 from ._provenance import platform_stamp, source_stamp, versions
 from ._registry import get_model, reference
-from ._results import dumps_record
-from ._sweep import run_sweep
+from ._sweep import results_line, run_sweep
 
 __all__ = ["Claim", "VerifyReport", "informative", "measure_task", "verify", "worst"]
 
@@ -238,7 +237,7 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     records = sweep.records
     if len(records) == len(settings):
         # Complete: rewrite in grid order, so the file does not depend on worker timing.
-        atomic_write(raw, "".join(dumps_record(_sorted(r)) + "\n" for r in records))
+        atomic_write(raw, "".join(results_line(_sorted(r)) for r in records))
     records = [dict(r) for r in records]
     claims = list(model.claims(records, variants))
     extra = model.verify_metadata() if model.supports("verify_metadata") else {}

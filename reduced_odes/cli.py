@@ -39,8 +39,8 @@ from ._io import atomic_write
 from ._params import METHODS, ParameterError, SolverConfig
 from ._registry import get_model, registered_models
 from ._reproduce import ATOL, RTOL, differences, rounded
-from ._results import dumps_record, trajectory_record, write_json
-from ._sweep import read_results
+from ._results import trajectory_record, write_json
+from ._sweep import read_results, results_line
 from ._trajectory import DomainError
 from ._verify import verify
 from ._version import __version__
@@ -320,7 +320,7 @@ def _figure_data(committed: Path, fresh: Path, data: Path, grid: str) -> None:
         shutil.copytree(committed, data, dirs_exist_ok=True)
     raw = fresh / f"verify-{grid}.jsonl"
     if raw.exists():
-        atomic_write(data / raw.name, "".join(dumps_record(rounded(r)) + "\n"
+        atomic_write(data / raw.name, "".join(results_line(rounded(r))
                                               for r in read_results(raw)))
 
 

@@ -11,9 +11,15 @@ from pathlib import Path
 import pytest
 
 from reduced_odes import ParameterError, solve
+from reduced_odes._sweep import (
+    ResultsFileError,
+    read_results,
+    repair_results,
+    results_line,
+    run_sweep,
+)
 from reduced_odes.cli import EXIT_BAD_INPUT, build_parser, main
 from reduced_odes.models.induction_head import ModelParams
-from reduced_odes._sweep import ResultsFileError, read_results, repair_results, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,13 +108,13 @@ def test_every_option_states_its_default():
 
 
 # -- results files ----------------------------------------------------------------------
-GOOD = b'{"key": "a", "setting": {"x": 1}, "result": {"y": 1}}\n'
+GOOD = results_line({"setting": {"x": 1}, "result": {"y": 1}}).encode()
 
 
 def test_nul_tail_is_dropped_with_a_warning(tmp_path, capsys):
     path = tmp_path / "r.jsonl"
     path.write_bytes(GOOD + b"\0" * 64)  # what a crash between size and data update leaves
-    assert [r["key"] for r in read_results(path)] == ["a"]
+    assert [r["setting"] for r in read_results(path)] == [{"x": 1}]
     assert "NUL-filled" in _one_line(capsys.readouterr().err)
 
 
