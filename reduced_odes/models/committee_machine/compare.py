@@ -10,14 +10,13 @@ symmetric start finite-``N`` noise breaks the symmetry first, so SGD escapes ear
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
 from reduced_odes import SolverConfig, solve
-from reduced_odes.author import t_interval
+from reduced_odes.author import t_interval, write_json
 
 from .ground_truth import first_crossing, train
 from .numerics import largest_learning_rate, unspecialised_fixed_point
@@ -101,9 +100,8 @@ def compare(*, quick: bool, out: str | Path, seeds: int | None = None) -> dict:
         "nearly_symmetric": {**symmetric, "note": "asymmetry 1e-6 is below SGD's noise "
                                                   "sqrt(eta/N) ~ 0.014: SGD escapes early"},
     }
-    Path(out).mkdir(parents=True, exist_ok=True)
-    (Path(out) / "compare-committee_machine.json").write_text(
-        json.dumps(result, indent=1, default=float, allow_nan=True) + "\n")
+    # Strict JSON, written whole (a NaN is null): the one writer of result files.
+    write_json(Path(out) / "compare-committee_machine.json", result)
     return result
 
 

@@ -163,13 +163,13 @@ def predictions_data(closure: str, data_dir: str | Path = "figures/data", *,
     the given ``L`` and ``sigma`` (the measured settings).  The file is
     (re)computed when missing or when it lacks one of them.
     """
-    from reduced_odes.author import versions
+    from reduced_odes.author import read_json, versions
 
     path = predictions_path(data_dir, closure, alpha, wstar)
     need_l = {int(v) for v in L}
     need_s = {float(v) for v in sigma}
     if path.exists() and not force:
-        stored = json.loads(path.read_text(encoding="utf-8"))
+        stored = read_json(path)  # a corrupt file: exit 2 naming it, not a traceback
         if need_l <= set(stored["L"]) and need_s <= set(stored["sigma"]):
             return path
         need_l |= set(stored["L"])
