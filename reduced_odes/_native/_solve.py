@@ -360,8 +360,7 @@ def _integrate_blocks(twin, problem: Problem, rule: _Rule,
     fixed, bound = problem.t_end is not None, legs[0].bound
     checked = 0  # merged steps whose state has been checked
     while True:
-        for leg in legs:
-            leg.run_to(bound)
+        _run_all(legs, bound)
         merged = _Merged(legs)
         end, clean = (bound, checked) if fixed else _settle_end(rule, merged, checked, bound)
         steps = merged.steps
@@ -379,6 +378,20 @@ def _integrate_blocks(twin, problem: Problem, rule: _Rule,
             return end, merged
         else:
             fixed, bound = True, end
+
+
+def _run_all(legs: list[_Leg], bound: float) -> None:
+    """Step every leg to ``bound``.  Should one fail, the others still are, as far as they go
+    (each block is independent): the run up to where that one stopped is then whole, to keep
+    the phases it reached."""
+    failure = None
+    for leg in legs:
+        try:
+            leg.run_to(bound)
+        except DomainError as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
 
 
 def _settle_end(rule: _Rule, merged: _Merged, start: int,
