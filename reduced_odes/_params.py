@@ -278,7 +278,7 @@ class SolverConfig(Parameters):
         Solve a second time at a hundredth of the tolerances and compare the phase
         times: each phase gets an error estimate, and a phase whose estimate exceeds
         ``max(1e-9, 100 rtol)`` is marked ill-conditioned (``phase_outcomes``).
-        About doubles the cost; off by default, on for ``reduced-odes solve``.
+        Costs 2 to 4 times a plain solve; off by default, on for ``reduced-odes solve``.
 
     Examples
     --------

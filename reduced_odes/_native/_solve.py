@@ -49,7 +49,7 @@ _D_ROWS = 8
 #: The native BDF runs at this fraction of the requested tolerances: at the same ones its
 #: phase times are 2 to 4 times less accurate than LSODA's (up to 4e-9 against 1.7e-9 at the
 #: models' defaults, rtol 1e-10, both against rtol 1e-12); at a tenth they are within 6e-10,
-#: for about a third more steps (``benchmarks/bench_native.py``).
+#: for 1.4 times the steps (``benchmarks/bench_cross_check.py``).
 TIGHTER = 0.1
 
 
