@@ -111,7 +111,7 @@ def _add_solve_arguments(parser: argparse.ArgumentParser, model) -> None:
     add_backend_option(parser, "python for one trajectory")
     parser.add_argument("--cross-check", type=_flag, default=True, metavar="BOOL",
                         help="solve again at a hundredth of the tolerances to estimate each "
-                             "phase time's error and mark ill-conditioned ones; about doubles "
+                             "phase time's error and mark ill-conditioned ones; 2 to 4 times "
                              "the cost (default: true)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON document (default: a table)")
