@@ -13,7 +13,7 @@ prints the phases it reached before), 4 ``reproduce``: the fresh results differ
 from the committed ones beyond the stated tolerance (the differences are
 listed), 130 interrupted.  An ill-conditioned phase time (``solve``'s
 cross-check: ``phase_outcomes`` gives its error estimate) is one warning line on
-stderr, with exit status 0.
+stderr, with exit status 0; so is a run that stopped part-way after its last phase.
 Every output location, input file and parameter is checked before any work.
 """
 
@@ -176,6 +176,9 @@ def _phase_status(trajectory) -> int:
         print(f"reduced-odes solve: warning: ill-conditioned phase time: {phases}",
               file=sys.stderr)
     if not trajectory.unreached:
+        if trajectory.stopped:  # every phase was reached before: they stand
+            print(f"reduced-odes solve: warning: every phase was reached before the run "
+                  f"stopped: {trajectory.stopped}", file=sys.stderr)
         return EXIT_OK
     reasons = "; ".join(f"{k} {v}" for k, v in trajectory.unreached.items())
     print(f"reduced-odes solve: phase not reached: {reasons}", file=sys.stderr)
