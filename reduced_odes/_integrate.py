@@ -165,7 +165,17 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
     ParameterError
         Bad input, naming the parameter, its value and the allowed range.
     DomainError
-        The trajectory reached the boundary of the model's domain.
+        The trajectory reached the boundary of the model's domain, or could not be
+        integrated on either backend (a failure on one is retried on the other, which the
+        result then records: ``fallback_reason``).  A run that stopped part-way carries
+        its partial :class:`Trajectory` as ``.trajectory``: the phases reached before the
+        stop, with the times of an uninterrupted run.
+
+    Notes
+    -----
+    With ``SolverConfig(cross_check=True)`` each phase time gets an error estimate from a
+    second solve at a hundredth of the tolerances, and ill-conditioned ones are marked
+    (:func:`cross_checked`; ``Trajectory.conditioning``).
 
     Examples
     --------
@@ -215,8 +225,10 @@ def _retried(setting: tuple, solver: SolverConfig, first: DomainError) -> Trajec
                    else float(e.trajectory.t[-1]))
         error = DomainError(f"{first} (backend {failed}); retried on backend {solver.backend}: "
                             f"{second}")
-        error.trajectory = kept.trajectory and dataclasses.replace(
-            kept.trajectory, stopped=str(error))
+        if kept.trajectory is not None:
+            error.trajectory = dataclasses.replace(
+                kept.trajectory, stopped=str(error),
+                fallback_reason=f"backend {failed}: {first}" if kept is second else None)
         raise error from None
     return dataclasses.replace(result, fallback_reason=f"backend {failed}: {first}")
 
@@ -266,9 +278,9 @@ CHECK_FACTOR = 0.01
 #: An error estimate beyond this multiple of ``rtol`` marks a phase ill-conditioned: the
 #: phases of every model stay within 50 ``rtol`` at their defaults (two_mixture's slowly
 #: approached T_thetaII 46, the committee machine's 23, the others below 20; against rtol
-#: 1e-12 and Radau), so beyond it
-#: the phase amplifies the integrator's local errors (a quantity grazing its level, an
-#: unstable direction, a start far below ``atol``) rather than showing its accuracy.
+#: 1e-12 and Radau), so beyond it the phase amplifies the integrator's local errors (a
+#: quantity grazing its level, an unstable direction, a start far below ``atol``) rather
+#: than showing its accuracy.
 ILL_CONDITIONED = 100
 #: The tightest tolerance a cross-check asks for: near it LSODA and BDF no longer gain accuracy.
 _CHECK_RTOL_MIN = 1e-13
