@@ -115,3 +115,10 @@ class _Run:
     nfev: int
     njev: int
     nlu: int
+
+
+def stopped(error: DomainError, run: _Run | None, t_stop: float) -> DomainError:
+    """``error``, carrying the run up to where it stopped: the phases it crossed before
+    ``t_stop`` are those of an uninterrupted run (``solve`` keeps them)."""
+    error.run, error.t_stop = run, t_stop
+    return error

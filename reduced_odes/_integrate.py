@@ -57,7 +57,7 @@ from ._trajectory import (
     trajectory,
 )
 
-__all__ = ["DomainError", "SolverStats", "Trajectory", "solve"]
+__all__ = ["DomainError", "SolverStats", "Trajectory", "cross_checked", "solve"]
 
 
 def _from_mapping(system: CompiledSystem, initial: Mapping, args) -> list[float]:
@@ -165,7 +165,17 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
     ParameterError
         Bad input, naming the parameter, its value and the allowed range.
     DomainError
-        The trajectory reached the boundary of the model's domain.
+        The trajectory reached the boundary of the model's domain, or could not be
+        integrated on either backend (a failure on one is retried on the other, which the
+        result then records: ``fallback_reason``).  A run that stopped part-way carries
+        its partial :class:`Trajectory` as ``.trajectory``: the phases reached before the
+        stop, with the times of an uninterrupted run.
+
+    Notes
+    -----
+    With ``SolverConfig(cross_check=True)`` each phase time gets an error estimate from a
+    second solve at a hundredth of the tolerances, and ill-conditioned ones are marked
+    (:func:`cross_checked`; ``Trajectory.conditioning``).
 
     Examples
     --------
@@ -182,6 +192,50 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
         solver = dataclasses.replace(solver, backend=backend)
     variant = model.resolve_variant(variant)
     model.check(params, variant)
+    setting = (model, params, variant, thresholds, initial)
+    try:
+        result = _solve_on(setting, solver)
+    except DomainError as first:
+        other = _other_backend(solver.backend)
+        if other is None:
+            raise
+        result = _retried(setting, dataclasses.replace(solver, backend=other), first)
+    if solver.cross_check:
+        result = cross_checked(result, setting)
+    return result
+
+
+def _other_backend(backend: str) -> str | None:
+    """The backend a failed run is retried on: the other one, if it is installed."""
+    if backend == "numba":
+        return "python"
+    from ._params import native_available
+
+    return "numba" if native_available() else None
+
+
+def _retried(setting: tuple, solver: SolverConfig, first: DomainError) -> Trajectory:
+    """The run on the other backend (``solver``'s) after ``first`` failed; if it fails too,
+    the error of the two, carrying the partial run that went further."""
+    failed = "numba" if solver.backend == "python" else "python"
+    try:
+        result = _solve_on(setting, solver)
+    except DomainError as second:
+        kept = max((first, second), key=lambda e: -math.inf if e.trajectory is None
+                   else float(e.trajectory.t[-1]))
+        error = DomainError(f"{first} (backend {failed}); retried on backend {solver.backend}: "
+                            f"{second}")
+        if kept.trajectory is not None:
+            error.trajectory = dataclasses.replace(
+                kept.trajectory, stopped=str(error),
+                fallback_reason=f"backend {failed}: {first}" if kept is second else None)
+        raise error from None
+    return dataclasses.replace(result, fallback_reason=f"backend {failed}: {first}")
+
+
+def _solve_on(setting: tuple, solver: SolverConfig) -> Trajectory:
+    """One run on ``solver.backend``; a :class:`DomainError` carries the partial run."""
+    model, params, variant, thresholds, initial = setting
     if model.supports("integrate"):
         staged = model.integrate(params, variant, solver, thresholds, initial)
         if staged is not None:
@@ -197,15 +251,88 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
         from ._native import solve_native  # the [fast] extra loads only for a run asking it
 
         return solve_native(model, params, variant, solver, thresholds, problem)
-    run = None
-    if solver.method == "LSODA":
-        try:
-            run = _lsoda_run(problem)
-        except _FastPathUnavailable:
-            run = None
-    if run is None:
-        run = _ivp_run(problem)
+    try:
+        run = None
+        if solver.method == "LSODA":
+            try:
+                run = _lsoda_run(problem)
+            except _FastPathUnavailable:
+                run = None
+        if run is None:
+            run = _ivp_run(problem)
+    except DomainError as exc:
+        if exc.run is not None and exc.t_stop > 0:
+            exc.trajectory = _assemble(model, params, variant, solver, thresholds, problem,
+                                       exc.run, (exc.t_stop, str(exc)))
+        raise
     return _assemble(model, params, variant, solver, thresholds, problem, run)
+
+
+#: Relative difference of phase times the two backends are held to where both succeed, and the
+#: least error estimate a cross-check marks as ill-conditioned.
+PHASE_AGREEMENT = 1e-9
+#: The cross-check solves again at this fraction of the tolerances (tolerance proportionality:
+#: its error is about a hundredth of the first run's, so the difference estimates the first
+#: run's error).
+CHECK_FACTOR = 0.01
+#: An error estimate beyond this multiple of ``rtol`` marks a phase ill-conditioned: the
+#: phases of every model stay within 50 ``rtol`` at their defaults (two_mixture's slowly
+#: approached T_thetaII 46, the committee machine's 23, the others below 20; against rtol
+#: 1e-12 and Radau), so beyond it the phase amplifies the integrator's local errors (a
+#: quantity grazing its level, an unstable direction, a start far below ``atol``) rather
+#: than showing its accuracy.
+ILL_CONDITIONED = 100
+#: The tightest tolerance a cross-check asks for: near it LSODA and BDF no longer gain accuracy.
+_CHECK_RTOL_MIN = 1e-13
+
+
+def cross_checked(result: Trajectory, setting: tuple) -> Trajectory:
+    """``result`` with each phase's error estimated from a second solve at a hundredth of the
+    tolerances, on the backend that produced it, and marked ill-conditioned where the estimate
+    exceeds ``max(PHASE_AGREEMENT, ILL_CONDITIONED * rtol)``.
+
+    Examples
+    --------
+    >>> from reduced_odes.models.deep_linear import DeepLinearParams
+    >>> traj = solve(DeepLinearParams(s=2.0, sigma=1e-4), solver=SolverConfig(cross_check=True))
+    >>> outcome = traj.to_dict()["phase_outcomes"]["T_half"]
+    >>> outcome["ill_conditioned"], outcome["error_estimate"] < 1e-8
+    (False, True)
+    """
+    model, params, variant, thresholds, initial = setting
+    solver = result.solver
+    rtol = max(solver.rtol * CHECK_FACTOR, _CHECK_RTOL_MIN)
+    check = dataclasses.replace(solver, rtol=rtol, atol=solver.atol * CHECK_FACTOR,
+                                cross_check=False, n_output=2)
+    limit = max(PHASE_AGREEMENT, ILL_CONDITIONED * solver.rtol)
+    try:
+        reference = solve(params, variant, check, thresholds, initial=initial, model=model)
+    except DomainError as exc:
+        reason = f"the check at rtol {rtol:g} failed: {exc}"
+        return dataclasses.replace(result, conditioning={
+            k: {"ill_conditioned": True, "error_estimate": math.nan, "reason": reason}
+            for k in result.phases})
+    conditioning = {k: _conditioning(t, reference.phases.get(k, math.nan), rtol, limit)
+                    for k, t in result.phases.items()}
+    return dataclasses.replace(result, conditioning=conditioning)
+
+
+def _conditioning(time: float, reference: float, rtol: float, limit: float) -> dict:
+    """A phase's cross-check: its estimated relative error against the check's time
+    ``reference`` (at ``rtol``), ill-conditioned beyond ``limit``."""
+    reached, checked = math.isfinite(time), math.isfinite(reference)
+    if not reached and not checked:
+        return {"ill_conditioned": False, "error_estimate": math.nan, "reason": None}
+    if reached != checked:
+        return {"ill_conditioned": True, "error_estimate": math.inf,
+                "reason": f"ill-conditioned: not reached at rtol {rtol:g}" if reached else
+                          f"ill-conditioned: reached at rtol {rtol:g} (t={reference:.10g})"}
+    estimate = abs(time - reference) / abs(reference) if reference else abs(time)
+    if estimate <= limit:
+        return {"ill_conditioned": False, "error_estimate": estimate, "reason": None}
+    return {"ill_conditioned": True, "error_estimate": estimate,
+            "reason": f"ill-conditioned: at rtol {rtol:g} the time is {reference:.10g}, "
+                      f"{estimate:.2g} away (relative), more than {limit:.2g}"}
 
 
 class _LazyRule:
@@ -244,21 +371,26 @@ def _stop_rule(rule):
     return rule if takes_time else (lambda t, y: rule(y))
 
 
-def _assemble(model, params, variant, solver, thresholds, problem: Problem,
-              run: _Run) -> Trajectory:
+def _assemble(model, params, variant, solver, thresholds, problem: Problem, run: _Run,
+              stop: tuple[float, str] | None = None) -> Trajectory:
+    """The trajectory of ``run``; ``stop``: ``(t_stop, why)`` of a run that stopped early,
+    which ends there (a phase crossed after ``t_stop``, in the last step, is not the run's)."""
     system, args = problem.system, problem.args
-    t_end = float(run.steps[-1])
+    t_end = float(run.steps[-1]) if stop is None else stop[0]
     t = output_times(t_end, solver.n_output)
     y = run.dense(t)
     y[:, 0] = problem.y0
-    y[:, -1] = run.y_steps[:, -1]  # the last step exactly, not its interpolant
+    if stop is None or t_end == run.steps[-1]:
+        y[:, -1] = run.y_steps[:, -1]  # the last step exactly, not its interpolant
     initial = {k: float(v[0]) for k, v in _series_at(system, problem.y0[:, None], args).items()}
     crossings = model.phases(params, variant, initial, thresholds)
     phases = {c.name: _crossing_time(system, run, args, c) for c in crossings}
+    phases = {k: v if v <= t_end else math.nan for k, v in phases.items()}
     stats = SolverStats(solver.method, solver.rtol, solver.atol, nfev=run.nfev, njev=run.njev,
                         nlu=run.nlu, steps=len(run.steps) - 1)
     return trajectory(model, (params, variant, solver, thresholds), problem, t,
-                      _series_at(system, y, args), (crossings, phases), stats, run.dense)
+                      _series_at(system, y, args), (crossings, phases), stats, run.dense,
+                      None if stop is None else stop[1])
 
 
 def _evaluator(system: CompiledSystem, args, quantity: str):

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from ._driver import _EVALUATION_ERRORS, _T_MAX, Problem, _Run
+from ._driver import _EVALUATION_ERRORS, _T_MAX, Problem, _Run, stopped
 from ._trajectory import DomainError
 
 
@@ -36,8 +36,6 @@ def _ivp_piece(problem: Problem, y0, t0: float, t1: float, converge: bool):
 
 
 def _ivp_run(problem: Problem) -> _Run:
-    from scipy.integrate import OdeSolution
-
     pieces, t0, y = [], 0.0, problem.y0
     fixed_end = problem.t_end is not None
     t1 = problem.t_end if fixed_end else problem.horizon
@@ -46,14 +44,22 @@ def _ivp_run(problem: Problem) -> _Run:
     edge = 0 if problem.system.domain_labels else None
     settle = (1 if edge is not None else 0) if converge else None
     while True:
-        sol = _ivp_piece(problem, y, t0, t1, converge)
-        pieces.append(sol)
+        try:
+            sol = _ivp_piece(problem, y, t0, t1, converge)
+        except DomainError as exc:
+            raise stopped(exc, _joined(pieces), t0) from None
         if sol.status == -1:
-            raise DomainError(f"integrator failed at t={sol.t[-1]:g}: {sol.message}")
+            pieces.append(sol)
+            raise stopped(DomainError(f"integrator failed at t={sol.t[-1]:g}: {sol.message}"),
+                          _joined(pieces), float(sol.t[-1]))
         if not np.all(np.isfinite(sol.y)):
-            raise DomainError(f"non-finite state before t={sol.t[-1]:g}")
+            raise stopped(DomainError(f"non-finite state before t={sol.t[-1]:g}"),
+                          _joined(pieces), t0)
+        pieces.append(sol)
         if edge is not None and sol.t_events[edge].size:
-            raise problem.edge_error(sol.t_events[edge][0], sol.y_events[edge][0])
+            t_edge = float(sol.t_events[edge][0])
+            raise stopped(problem.edge_error(t_edge, sol.y_events[edge][0]), _joined(pieces),
+                          t_edge)
         t0, y = sol.t[-1], sol.y[:, -1]
         if fixed_end and t0 >= t1:
             break
@@ -64,13 +70,24 @@ def _ivp_run(problem: Problem) -> _Run:
                 break
             continue
         if t1 >= _T_MAX:
-            raise DomainError(f"{problem.label} did not settle before t={_T_MAX:g}")
+            raise stopped(DomainError(f"{problem.label} did not settle before t={_T_MAX:g}"),
+                          _joined(pieces), t0)
         t1 = min(4 * t1, _T_MAX)
-    ts = np.concatenate([pieces[0].sol.ts] + [p.sol.ts[1:] for p in pieces[1:]])
-    interpolants = [i for p in pieces for i in p.sol.interpolants]
+    return _joined(pieces)
+
+
+def _joined(pieces: list) -> _Run | None:
+    """The pieces' steps as one run (None if none was taken)."""
+    from scipy.integrate import OdeSolution
+
+    stepped = [p for p in pieces if p.sol is not None]  # a failed piece may have no output
+    if not stepped or sum(p.t.size - 1 for p in stepped) == 0:
+        return None
+    ts = np.concatenate([stepped[0].sol.ts] + [p.sol.ts[1:] for p in stepped[1:]])
+    interpolants = [i for p in stepped for i in p.sol.interpolants]
     dense = OdeSolution(ts, interpolants)
-    steps = np.concatenate([pieces[0].t] + [p.t[1:] for p in pieces[1:]])
-    y_steps = np.concatenate([pieces[0].y] + [p.y[:, 1:] for p in pieces[1:]], axis=1)
+    steps = np.concatenate([stepped[0].t] + [p.t[1:] for p in stepped[1:]])
+    y_steps = np.concatenate([stepped[0].y] + [p.y[:, 1:] for p in stepped[1:]], axis=1)
     return _Run(dense, steps, y_steps, lambda k: interpolants[k],
                 nfev=sum(int(p.nfev) for p in pieces), njev=sum(int(p.njev) for p in pieces),
                 nlu=sum(int(p.nlu) for p in pieces))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ._crossing import root_in_step
-from ._driver import _EVALUATION_ERRORS, _T_MAX, Problem, _Run
+from ._driver import _EVALUATION_ERRORS, _T_MAX, Problem, _Run, stopped
 from ._trajectory import DomainError
 
 #: Step budget of the direct LSODA driver.  A run to phase IV takes 1e3 to 5e3
@@ -94,6 +94,11 @@ def _lsoda_run(problem: Problem) -> _Run:
         fixed_end = True
     ts, records, orders = [0.0], [], []
     restarts, spent = 0, [0, 0]  # restarts so far; (nfev, njev) of the runs before them
+
+    def partial() -> _Run | None:
+        return _recorded(y0, ts, records, orders,
+                         (spent[0] + int(iwork[11]), spent[1] + int(iwork[12])))
+
     t, y = 0.0, r._y
     rhs, jac = r.f, r.jac
     with warnings.catch_warnings():
@@ -113,9 +118,10 @@ def _lsoda_run(problem: Problem) -> _Run:
                 # Restart from the last accepted step with a smaller first step.
                 good = records[-1][10:10 + n] if records else y0
                 if restarts == _MAX_RESTARTS:
-                    raise DomainError(
+                    raise stopped(DomainError(
                         f"LSODA stopped after the step to t={ts[-1]:.6g}: {failure} (after "
-                        f"{restarts} restarts); last accepted {problem.describe(good)}")
+                        f"{restarts} restarts); last accepted {problem.describe(good)}"),
+                        partial(), ts[-1])
                 restarts += 1
                 spent[0] += int(iwork[11])
                 spent[1] += int(iwork[12])
@@ -124,8 +130,8 @@ def _lsoda_run(problem: Problem) -> _Run:
                 t, y = ts[-1], good.copy()
                 continue
             if len(ts) > _MAX_STEPS:
-                raise DomainError(f"LSODA stopped at t={t:.6g}: more than {_MAX_STEPS} steps; "
-                                  f"{problem.describe(y)}")
+                raise stopped(DomainError(f"LSODA stopped at t={t:.6g}: more than {_MAX_STEPS} "
+                                          f"steps; {problem.describe(y)}"), partial(), ts[-1])
             ts.append(t)
             records.append(rwork[10:size].copy())  # (hu, h), 8 unused, Nordsieck array
             orders.append(iwork[13:15].tolist())  # (nqu, nq)
@@ -150,18 +156,28 @@ def _lsoda_run(problem: Problem) -> _Run:
             inside = inside and near
             if t >= t_out:
                 if t_out >= _T_MAX:
-                    raise DomainError(f"{problem.label} did not settle before t={_T_MAX:g}; "
-                                      f"{problem.describe(y)}")
+                    raise stopped(DomainError(f"{problem.label} did not settle before "
+                                              f"t={_T_MAX:g}; {problem.describe(y)}"),
+                                  partial(), ts[-1])
                 t_out = min(4 * t_out, _T_MAX)
                 rwork[0] = t_out
-    dense = _nordsieck(ts, records, orders, n)
+    run = partial()
     if problem.system.domain_labels and not edge_free:
-        segment = dense.segment(len(ts) - 2)
+        segment = run.segment(len(ts) - 2)
         t_edge = root_in_step(segment, lambda v: -min(margins(v, *args)), ts[-2], ts[-1])
-        raise problem.edge_error(t_edge, segment(t_edge))
+        raise stopped(problem.edge_error(t_edge, segment(t_edge)), run, t_edge)
+    return run
+
+
+def _recorded(y0: np.ndarray, ts: list, records: list, orders: list,
+              costs: tuple) -> _Run | None:
+    """The run of the steps recorded so far (``costs``: nfev, njev); None before the first."""
+    if not records:
+        return None
+    dense = _nordsieck(ts, records, orders, y0.size)
     y_steps = np.concatenate((y0[:, None], dense.yh[:, :, 0].T), axis=1)
-    return _Run(dense, dense.ts, y_steps, dense.segment, nfev=spent[0] + int(iwork[11]),
-                njev=spent[1] + int(iwork[12]), nlu=spent[1] + int(iwork[12]))
+    nfev, njev = costs
+    return _Run(dense, dense.ts, y_steps, dense.segment, nfev=nfev, njev=njev, nlu=njev)
 
 
 def _nordsieck(ts: list, records: list, orders: list, n: int) -> NordsieckSolution:

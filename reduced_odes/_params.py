@@ -348,6 +348,13 @@ class SolverConfig(Parameters):
         backend (the ``[fast]`` extra), SciPy's BDF ported to numba whatever
         ``method`` says.  ``auto``: ``python``, unless the job that runs the
         trajectory chose ``numba`` (a large sweep or verify with numba installed).
+        Either way, a run that fails on one backend is retried on the other
+        (``solve --json``: ``solver.retried``, ``solver.fallback_reason``).
+    cross_check : bool
+        Solve a second time at a hundredth of the tolerances and compare the phase
+        times: each phase gets an error estimate, and a phase whose estimate exceeds
+        ``max(1e-9, 100 rtol)`` is marked ill-conditioned (``phase_outcomes``).
+        Costs 2 to 4 times a plain solve; off by default, on for ``reduced-odes solve``.
 
     Examples
     --------
@@ -355,7 +362,8 @@ class SolverConfig(Parameters):
     'LSODA'
     """
 
-    KEYS: ClassVar[tuple[str, ...]] = ("method", "rtol", "atol", "t_end", "n_output", "backend")
+    KEYS: ClassVar[tuple[str, ...]] = ("method", "rtol", "atol", "t_end", "n_output", "backend",
+                                       "cross_check")
 
     method: str = parameter("LSODA", choice(*METHODS), "stiff solver")
     rtol: float = parameter(1e-10, interval(0, 1), "relative tolerance")
@@ -365,6 +373,8 @@ class SolverConfig(Parameters):
     backend: str = parameter("auto", choice("auto", "python", "numba"),
                              "python: the reference path; numba: native (the [fast] extra); "
                              "auto: numba for large sweeps and verify when installed")
+    cross_check: bool = parameter(False, flag(), "estimate each phase time's error from a "
+                                                 "second solve at a hundredth of the tolerances")
 
     def check(self) -> None:
         check_backend(self.backend)

@@ -25,6 +25,10 @@ __all__ = ["DomainError", "SolverStats", "Trajectory", "output_times", "trajecto
 class DomainError(RuntimeError):
     """A trajectory reached the boundary of its model's domain, or could not be integrated.
 
+    A run that stopped part-way keeps what it found before: ``trajectory`` is then the
+    run up to ``t_stop`` (its phases before the stop are those of an uninterrupted run;
+    the others say why they have no time), else None.
+
     Examples
     --------
     What :func:`~reduced_odes.solve` raises once the run has started (bad input is a
@@ -39,6 +43,12 @@ class DomainError(RuntimeError):
     >>> sorted(phases)
     ['T_half']
     """
+
+    #: The partial run of a driver (``_driver._Run``), where it stopped; set by the drivers.
+    run: Any = None
+    t_stop: float | None = None
+    #: The partial :class:`Trajectory`, set by :func:`reduced_odes.solve`.
+    trajectory: Any = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +128,13 @@ class Trajectory:
     unreached: dict[str, str] = field(default_factory=dict)
     #: The model's parameter values, as the compiled system takes them.
     system_args: tuple[float, ...] = ()
+    #: Why the run stopped before its end (a partial run, see :class:`DomainError`), or None.
+    stopped: str | None = None
+    #: The first backend's error, when this result comes from the other backend.
+    fallback_reason: str | None = None
+    #: Phase name -> ``{"ill_conditioned", "error_estimate", "reason"}`` from a cross-check
+    #: (``SolverConfig(cross_check=True)``); empty without one.
+    conditioning: dict[str, dict] = field(default_factory=dict)
 
     @property
     def state(self) -> np.ndarray:
@@ -152,16 +169,37 @@ class Trajectory:
             "params": self.params.as_dict(),
             self.variant_option: self.variant,
             "phases": {k: _json_float(v) for k, v in self.phases.items()},
-            "phase_outcomes": {k: {"reached": k not in self.unreached,
-                                   "reason": self.unreached.get(k)} for k in self.phases},
+            "phase_outcomes": {k: self._outcome(k) for k in self.phases},
             "final": {k: _json_float(v) for k, v in self.final.items()},
             "solver": {**self.stats.as_dict(), "backend": self.solver.backend,
-                       "t_end": float(self.t[-1])},
+                       "t_end": float(self.t[-1]), "stopped": self.stopped,
+                       "retried": self.fallback_reason is not None,
+                       "fallback_reason": self.fallback_reason,
+                       "cross_check": self.solver.cross_check},
             "versions": versions(),
         }
         if self.thresholds is not None:
             document["thresholds"] = self.thresholds.as_dict()
         return document
+
+
+    def _outcome(self, phase: str) -> dict:
+        """``solve --json``'s ``phase_outcomes[phase]``: reached (or why not), and with a
+        cross-check whether it is ill-conditioned, its estimated relative error and why."""
+        outcome = {"reached": phase not in self.unreached, "reason": self.unreached.get(phase)}
+        check = self.conditioning.get(phase)
+        if check is not None:
+            outcome["ill_conditioned"] = check["ill_conditioned"]
+            outcome["error_estimate"] = _json_float(check["error_estimate"])
+            if check["reason"] is not None:
+                outcome["reason"] = "; ".join(r for r in (outcome["reason"], check["reason"])
+                                              if r)
+        return outcome
+
+    @property
+    def ill_conditioned(self) -> dict[str, str]:
+        """Phase name -> why its time is ill-conditioned (from a cross-check; else empty)."""
+        return {k: c["reason"] for k, c in self.conditioning.items() if c["ill_conditioned"]}
 
 
 def _json_float(value: float) -> float | None:
@@ -201,26 +239,32 @@ def output_times(t_end: float, n_output: int) -> np.ndarray:
 
 def trajectory(model: Model, setting: tuple, problem, t: np.ndarray,
                series: dict[str, np.ndarray], crossed: tuple, stats: SolverStats,
-               dense) -> Trajectory:
+               dense, stopped: str | None = None) -> Trajectory:
     """A finished run as a :class:`Trajectory` (either backend's): ``setting`` is
     ``(params, variant, solver, thresholds)`` and ``crossed`` the crossings with their
     times; the phases not reached get their reason, and losses their round-off clipped.
-    ``problem`` is the run's :class:`~reduced_odes._driver.Problem` (system, parameter values)."""
+    ``problem`` is the run's :class:`~reduced_odes._driver.Problem` (system, parameter values);
+    ``stopped``: why a partial run stopped at ``t[-1]`` (the reason of its later phases)."""
     params, variant, solver, thresholds = setting
     crossings, phases = crossed
-    unreached = {c.name: _why_not_reached(c, series, float(t[-1])) for c in crossings
+    unreached = {c.name: _why_not_reached(c, series, float(t[-1]), stopped) for c in crossings
                  if not math.isfinite(phases[c.name])}
     for name in model.nonnegative:
         # A loss is a sum of O(1) terms of both signs; near its minimum they cancel to
         # round-off (|error| ~ 1e-16), which can show as a tiny negative value.
         series[name] = np.maximum(series[name], 0.0)
     return Trajectory(model.name, variant, model.variant_option, params, solver, thresholds, t,
-                      series, phases, stats, dense, problem.system, unreached, problem.args)
+                      series, phases, stats, dense, problem.system, unreached, problem.args,
+                      stopped)
 
 
-def _why_not_reached(crossing: Crossing, series: dict, t_end: float) -> str:
-    """Why a phase has no time: where its quantity ended, against its level."""
+def _why_not_reached(crossing: Crossing, series: dict, t_end: float,
+                     stopped: str | None = None) -> str:
+    """Why a phase has no time: where its quantity ended, against its level (and why the run
+    stopped there, if it stopped early)."""
     relation = ">=" if crossing.direction > 0 else "<="
     final = float(series[crossing.quantity][-1])
-    return (f"not reached by the end of the run at t={t_end:.6g}: {crossing.quantity} ended at "
-            f"{final:.6g}, the phase needs {crossing.quantity} {relation} {crossing.level:.6g}")
+    end = "by the end of the run" if stopped is None else "before the run stopped"
+    why = f"not reached {end} at t={t_end:.6g}: {crossing.quantity} ended at {final:.6g}, " \
+          f"the phase needs {crossing.quantity} {relation} {crossing.level:.6g}"
+    return why if stopped is None else f"{why}; the run stopped: {stopped}"

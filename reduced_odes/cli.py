@@ -8,8 +8,12 @@ offered only for a model that supplies its hook.
 Exit status: 0 success, 1 a verified claim failed, 2 bad input or a
 trajectory that left its model's domain (one line on stderr, no traceback),
 3 ``solve``: a phase was not reached within the run (``phase_outcomes`` in the
-JSON says why), 4 ``reproduce``: the fresh results differ from the committed
-ones beyond the stated tolerance (the differences are listed), 130 interrupted.
+JSON says why; a run that stopped part-way, e.g. at its domain's edge, keeps and
+prints the phases it reached before), 4 ``reproduce``: the fresh results differ
+from the committed ones beyond the stated tolerance (the differences are
+listed), 130 interrupted.  An ill-conditioned phase time (``solve``'s
+cross-check: ``phase_outcomes`` gives its error estimate) is one warning line on
+stderr, with exit status 0; so is a run that stopped part-way after its last phase.
 Every output location, input file and parameter is checked before any work.
 """
 
@@ -105,6 +109,10 @@ def _add_solve_arguments(parser: argparse.ArgumentParser, model) -> None:
     parser.add_argument("--atol", type=float, default=1e-12,
                         help="absolute tolerance > 0 (default: 1e-12)")
     add_backend_option(parser, "python for one trajectory")
+    parser.add_argument("--cross-check", type=_flag, default=True, metavar="BOOL",
+                        help="solve again at a hundredth of the tolerances to estimate each "
+                             "phase time's error and mark ill-conditioned ones; 2 to 4 times "
+                             "the cost (default: true)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON document (default: a table)")
     parser.add_argument("--out", metavar="FILE", default=None,
@@ -116,10 +124,15 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     model = args.model
     params = model.Params(**_parameter_values(args, model.Params))
     solver = SolverConfig(method=args.method, rtol=args.rtol, atol=args.atol,
-                          backend=args.backend)
+                          backend=args.backend, cross_check=args.cross_check)
     if args.out is not None:
         writable(args.out, "file")
-    trajectory = solve(params, args.variant, solver, model=model)
+    try:
+        trajectory = solve(params, args.variant, solver, model=model)
+    except DomainError as exc:
+        if exc.trajectory is None:  # stopped before its first step: nothing to show
+            raise
+        trajectory = exc.trajectory
     document = trajectory.to_dict()
     if args.out:
         write_json(args.out, trajectory_record(trajectory))
@@ -130,20 +143,42 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     settings = "  ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                          for k, v in document["params"].items())
     print(f"model={model.name}  {model.variant_option}={args.variant}  {settings}")
-    print(_format_table([(k, f"{v:.6g}" if v is not None else "not reached")
-                         for k, v in document["phases"].items()], ("phase", "time")))
+    print(_format_table([(k, f"{v:.6g}" if v is not None else "not reached",
+                          _estimate_text(document["phase_outcomes"][k]))
+                         for k, v in document["phases"].items()],
+                        ("phase", "time", "error estimate")))
     print()
     print(_format_table([(k, f"{v:.6g}" if v is not None else "n/a")
                          for k, v in document["final"].items()], ("final", "value")))
     s = document["solver"]
     print(f"\nsolver {s['method']} rtol={s['rtol']:g} atol={s['atol']:g}: "
-          f"nfev={s['nfev']} njev={s['njev']} steps={s['steps']}")
+          f"nfev={s['nfev']} njev={s['njev']} steps={s['steps']} backend={s['backend']}")
+    for key in ("fallback_reason", "stopped"):
+        if s[key]:
+            print(f"{key.replace('_', ' ')}: {s[key]}")
     return status
 
 
+def _estimate_text(outcome: dict) -> str:
+    """A phase's cross-check for the table: its relative error estimate, and the mark."""
+    if "ill_conditioned" not in outcome:
+        return "-"
+    estimate = outcome["error_estimate"]
+    text = "n/a" if estimate is None else f"{estimate:.1e}"
+    return f"{text} ill-conditioned" if outcome["ill_conditioned"] else text
+
+
 def _phase_status(trajectory) -> int:
-    """EXIT_NOT_REACHED (with one stderr line) if a phase was not reached, else EXIT_OK."""
+    """EXIT_NOT_REACHED (with one stderr line) if a phase was not reached, else EXIT_OK; one
+    warning line if a phase is ill-conditioned."""
+    if trajectory.ill_conditioned:
+        phases = "; ".join(f"{k} ({v})" for k, v in trajectory.ill_conditioned.items())
+        print(f"reduced-odes solve: warning: ill-conditioned phase time: {phases}",
+              file=sys.stderr)
     if not trajectory.unreached:
+        if trajectory.stopped:  # every phase was reached before: they stand
+            print(f"reduced-odes solve: warning: every phase was reached before the run "
+                  f"stopped: {trajectory.stopped}", file=sys.stderr)
         return EXIT_OK
     reasons = "; ".join(f"{k} {v}" for k, v in trajectory.unreached.items())
     print(f"reduced-odes solve: phase not reached: {reasons}", file=sys.stderr)

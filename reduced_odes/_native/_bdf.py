@@ -23,8 +23,17 @@ dense output (``_dense_at``) are ported line by line from
 ``scipy/integrate/_ivp/bdf.py`` and ``common.py`` of SciPy 1.17 (the method of
 Shampine & Reichelt's ``ode15s`` in SciPy's formulation: variable order 1..5,
 quasi-constant step size, NDF coefficients ``kappa``).  Deviations, each
-marked where it occurs: a non-finite Jacobian keeps the last finite one, and a
-non-finite error estimate rejects the step (SciPy would accept it).
+marked where it occurs: a non-finite Jacobian keeps the last finite one; a
+non-finite error estimate rejects the step (SciPy would accept it); a Newton
+iteration that stalls at the round-off of the rates, its residual below
+``NEWTON_FLOOR`` of the error tolerance, has converged (SciPy would reject the
+step and halve it, again and again, at a fixed point where ``h f`` rounds to more
+than its Newton tolerance of ``10 eps / rtol``: 10^5 steps near a settled state at
+rtol 1e-10); and a step halved after its Newton iteration failed starts from a
+Jacobian at its own prediction (SciPy keeps the one of the rejected trial, which a
+large trial step may have evaluated far from the solution, e.g. 1e90 where the
+solution's is 1: its corrections are then so small that SciPy's convergence test
+accepts the prediction itself, or the step shrinks to nothing).
 
 SciPy's licence::
 
@@ -77,6 +86,11 @@ LEG_SIZE = 0
 
 MAX_ORDER = 5
 NEWTON_MAXITER = 4
+#: The residual of the BDF equations (in units of the error tolerance) below which a Newton
+#: iteration that no longer contracts has converged: SciPy's loosest Newton tolerance
+#: (``min(0.03, ...)``).  There the iterate solves the equations as exactly as the rates'
+#: round-off allows, to 3% of the tolerance of the step's error.
+NEWTON_FLOOR = 0.03
 MIN_FACTOR = 0.2
 MAX_FACTOR = 10.0
 EPS = np.finfo(np.float64).eps
@@ -348,9 +362,16 @@ def _newton(t_new, c, lu, piv, tol, args, fws, iws, ws):
             break
         for i in range(n):
             dy[i] = c * f[i] - ws.psi[i] - dd[i]
+        residual = _norm(1.0, dy, ws.scale)
         _lu_solve(lu, piv, dy)
         dy_norm = _norm(1.0, dy, ws.scale)
         rate = -1.0 if dy_norm_old < 0 else dy_norm / dy_norm_old
+        if rate >= 1 and residual <= NEWTON_FLOOR:
+            # Deviation: stalled at the round-off of the rates.  The residual, not the
+            # correction, is tested: a stale Jacobian far too large also makes the
+            # corrections small, where the equations are far from solved.
+            converged = True
+            break
         if rate >= 0 and (rate >= 1 or rate ** (NEWTON_MAXITER - k) / (1 - rate) * dy_norm > tol):
             break
         for i in range(n):
@@ -389,7 +410,7 @@ def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
         _change_d(d, order, min_step / h_abs, ws)
         h_abs = min_step
         iws[I_EQUAL] = 0
-    current_jac = False
+    current_jac = refresh = False
     while True:
         if h_abs < min_step:
             return False
@@ -411,6 +432,10 @@ def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
         c = h / ALPHA[order]
         if fws[F_T0] > 0.0:
             iws[I_LU_OK] = 0  # dt/ds grows at every step: the factors are made anew
+        if refresh:  # deviation: not the Jacobian of the rejected trial (see the docstring)
+            _jacobian(t_new, ws.y_predict, args, jm, fws, iws, ws.trial)
+            iws[I_LU_OK] = 0
+            current_jac, refresh = True, False
         while True:
             if iws[I_LU_OK] == 0:  # lu <- the LU factors of I - c (dt/ds) J
                 g = c * (fws[F_T0] * math.exp(t_new) if fws[F_T0] > 0.0 else 1.0)
@@ -432,6 +457,7 @@ def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
             _change_d(d, order, 0.5, ws)
             iws[I_EQUAL] = 0
             iws[I_LU_OK] = 0
+            refresh = True
             continue
         safety = 0.9 * (2 * NEWTON_MAXITER + 1) / (2 * NEWTON_MAXITER + n_iter)
         _scale_of(ws.y, rtol, atol, ws.scale)

@@ -21,8 +21,10 @@ pytestmark = [pytest.mark.skipif(not native_available(),
                                  reason="numba is not installed (the [fast] extra)"),
               pytest.mark.usefixtures("lasting_cache")]
 
-#: Native and pure phase times are two integrators' answers at rtol 1e-10 (the pure path's
-#: default); 1e-8 leaves two orders of magnitude for their different step sequences.
+#: Native and pure phase times at rtol 1e-10 (the pure path's default; the native BDF runs at
+#: a tenth of it): they differ by the pure path's own error, up to 4.7e-9 here (two_mixture's
+#: T_thetaII, whose slow approach magnifies it; LSODA misses an rtol 1e-13 reference by
+#: 4.6e-9 there).  test_backend_contract.py holds them to 1e-9 or to their error estimates.
 PHASE_RTOL = 1e-8
 
 
@@ -40,11 +42,7 @@ def _assert_same_phases(native, pure):
             assert native.phases[name] == pytest.approx(expected, rel=PHASE_RTOL), name
 
 
-MODELS = ["deep_linear", "induction_head", "two_stage_features", pytest.param(
-    "two_mixture", marks=pytest.mark.xfail(strict=True, reason=(
-        "T_thetaII: native 12548.34233 vs pure 12548.34174 (4.7e-8 relative) at rtol 1e-10. "
-        "BDF's own error: SciPy's BDF misses by the same, LSODA by 4.6e-9, against an "
-        "rtol 1e-13 reference; the slow approach to theta_II magnifies it about x30")))]
+MODELS = ["deep_linear", "induction_head", "two_stage_features", "two_mixture"]
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -57,8 +55,9 @@ def test_every_model_agrees_at_its_defaults(name):
         assert (native.solver.backend, pure.solver.backend) == ("numba", "python")
         _assert_same_phases(native, pure)
         # The run ends at (1 + tail) t_settle; a stop rule's threshold can sit a few
-        # tolerances from its fixed point, so t_settle is only as sharp as rtol/threshold.
-        assert native.t[-1] == pytest.approx(pure.t[-1], rel=1e-3)
+        # tolerances from its fixed point, so t_settle is only as sharp as rtol/threshold:
+        # two_stage_features' pure t_settle is 1.8e-3 from rtol 1e-12's (native: 3e-4).
+        assert native.t[-1] == pytest.approx(pure.t[-1], rel=3e-3)
 
 
 @pytest.mark.parametrize("name", ["deep_linear", "induction_head", "two_stage_features",
@@ -95,9 +94,6 @@ def test_induction_head_grid(setting):
     _assert_same_phases(solve(params, solver=_native(), model=model), solve(params, model=model))
 
 
-_SLOW_APPROACH = pytest.mark.xfail(strict=True, reason=(
-    "T_thetaII: 1.5e-8 relative, BDF's own error magnified by the slow approach to "
-    "theta_II (as at the defaults, above)"))
 MODEL_GRID = [
     *(("two_stage_features", variant, setting) for variant in ("relu", "linear")
       for setting in (dict(sigma=1e-6), dict(pi_P=0.7, N=8), dict(gamma=2.0, mu=0.5),
@@ -105,7 +101,7 @@ MODEL_GRID = [
     *(("two_mixture", variant, setting) for variant in ("square", "logistic")
       for setting in (dict(train="neurons"), dict(train="attention"), dict(mu=2.0))),
     ("two_mixture", "square", dict(sigma=1e-3, kappa=1.0)),
-    pytest.param("two_mixture", "logistic", dict(sigma=1e-3, kappa=1.0), marks=_SLOW_APPROACH)]
+    ("two_mixture", "logistic", dict(sigma=1e-3, kappa=1.0))]
 
 
 @pytest.mark.parametrize("name, variant, setting", MODEL_GRID)
@@ -157,8 +153,11 @@ def test_a_fixed_end_is_reached_exactly():
     native = solve(params, solver=SolverConfig(t_end=3.0, backend="numba"), model=model)
     assert native.t[-1] == 3.0
     pure = solve(params, solver=SolverConfig(t_end=3.0), model=model)
-    # Interpolated end states of two integrators at rtol 1e-10.
-    assert native.final["u"] == pytest.approx(pure.final["u"], rel=1e-8)
+    exact = 1 / (1 + (1 / 1e-6 - 1) * math.exp(-6))  # the logistic law, s = 1, sigma = 1e-3
+    # Interpolated end states at rtol 1e-10, u at 4e-4 of its way up the jump: the pure
+    # path misses by 1.8e-8 (relative), the native one (at a tenth of rtol) by 2.5e-9.
+    assert native.final["u"] == pytest.approx(exact, rel=5e-9)
+    assert pure.final["u"] == pytest.approx(exact, rel=3e-8)
 
 
 def test_a_stop_rule_in_python_is_applied_between_chunks_of_native_steps():
@@ -193,9 +192,12 @@ def test_verify_gives_the_same_verdict_natively(name, tmp_path):
             continue
         # Errors of the two integrators' measurements (at rtol 1e-10, see PHASE_RTOL) against
         # the same prediction: where the prediction is exact the error is the integrator's
-        # own (~1e-9), else the two differ by far less than a thousandth of the tolerance.
+        # own (~1e-9), else the two differ by a few thousandths of the tolerance: a late rate
+        # is fitted over a window ending at the run's end, (1 + tail) t_settle, which the
+        # pure path places 1.8e-3 late at two_stage_features' defaults (against rtol 1e-12;
+        # native 3e-4), and the two fits differ by 2.4e-3 of their 1e-2 tolerance there.
         # (The worst case's setting may differ where two settings' errors tie.)
-        assert abs(mine.error - reference.error) <= max(1e-3 * reference.tolerance,
+        assert abs(mine.error - reference.error) <= max(5e-3 * reference.tolerance,
                                                        10 * PHASE_RTOL), mine.name
 
 

@@ -125,6 +125,8 @@ def test_cli_exit_3_when_a_phase_is_not_reached(capsys, monkeypatch):
 
     class Stub:
         unreached = {"T_em": "not reached by the end of the run at t=1000"}
+        ill_conditioned = {}
+        stopped = None
 
     assert real(Stub()) == EXIT_NOT_REACHED
     assert "T_em not reached" in capsys.readouterr().err
