@@ -275,13 +275,15 @@ PHASE_AGREEMENT = 1e-9
 #: its error is about a hundredth of the first run's, so the difference estimates the first
 #: run's error, and bounds the second's with a wide margin).
 CHECK_FACTOR = 0.01
-#: An error estimate beyond this multiple of ``rtol`` marks a phase ill-conditioned: the
-#: phases of every model stay within 50 ``rtol`` at their defaults (two_mixture's slowly
-#: approached T_thetaII 46, the committee machine's 23, the others below 20; against rtol
-#: 1e-12 and Radau), so beyond it the phase amplifies the integrator's local errors (a
-#: quantity grazing its level, an unstable direction, a start far below ``atol``) rather
-#: than showing its accuracy.
-ILL_CONDITIONED = 100
+#: An error estimate beyond this multiple of ``rtol`` marks a phase ill-conditioned.  At their
+#: defaults the phases of every model move by at most 25 ``rtol`` between ``rtol`` and a
+#: hundredth of it (the committee machine's 23, the others below 20), and the tighter run is
+#: then within ~1e-10 of runs at 1e-13 on both backends.  two_mixture's logistic T_thetaII
+#: moves by 46-49 ``rtol``: its slow approach leaves LSODA at rtol 1e-12 still 1.2e-9 off
+#: (against both backends at 1e-13), so it is marked.  Beyond this the phase amplifies the
+#: integrator's local errors (a quantity grazing its level, an unstable direction, a slow
+#: approach, a start far below ``atol``) rather than showing its accuracy.
+ILL_CONDITIONED = 30
 #: The tightest tolerance a cross-check asks for: near it LSODA and BDF no longer gain accuracy.
 _CHECK_RTOL_MIN = 1e-13
 

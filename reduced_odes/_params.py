@@ -351,9 +351,10 @@ class SolverConfig(Parameters):
         Either way, a run that fails on one backend is retried on the other
         (``solve --json``: ``solver.retried``, ``solver.fallback_reason``).
     cross_check : bool
-        Solve a second time at a hundredth of the tolerances and compare the phase
-        times: each phase gets an error estimate, and a phase whose estimate exceeds
-        ``max(1e-9, 100 rtol)`` is marked ill-conditioned (``phase_outcomes``).
+        Solve a second time at a hundredth of the tolerances and report its phase
+        times, each with an error estimate (the distance to the first run's); a phase
+        whose estimate exceeds ``max(1e-9, 30 rtol)`` is marked ill-conditioned
+        (``phase_outcomes``).
         Costs 2 to 4 times a plain solve; off by default, on for ``reduced-odes solve``.
 
     Examples
