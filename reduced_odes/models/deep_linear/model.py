@@ -42,7 +42,22 @@ class DeepLinear(Model):
         return SettledRule("abs(log_a + log_b - target) - 1e-9", {"target": math.log(params.s)})
 
     def horizon(self, params, variant):
-        return 10 * (1 + math.log(params.s / params.sigma**2)) / params.s
+        """``10 (1 + |ln(s / sigma^2)|) / s``: the logistic ``u`` takes ``ln(s/sigma^2) / (2s)``
+        to rise from ``sigma^2`` to ``s``, and a start above ``s`` decays to it on the time
+        scale ``1/s``; so the horizon is > 0 and finite for every allowed setting.
+
+        Examples
+        --------
+        >>> MODEL.horizon(DeepLinearParams(s=1e-3, sigma=0.06), "default") > 0
+        True
+        >>> MODEL.horizon(DeepLinearParams(s=1, sigma=5e-324), "default") < math.inf
+        True
+        """
+        ratio = params.s / params.sigma**2 if params.sigma**2 > 0 else math.inf
+        # ln(s) - 2 ln(sigma) where sigma^2 underflows or the ratio overflows or is below 1.
+        log_ratio = (math.log(ratio) if 1 <= ratio < math.inf
+                     else math.log(params.s) - 2 * math.log(params.sigma))
+        return 10 * (1 + abs(log_ratio)) / params.s
 
 
 MODEL = DeepLinear()

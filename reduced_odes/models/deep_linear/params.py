@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reduced_odes.author import Parameters, parameter, positive
+from reduced_odes.author import Parameters, interval, parameter
 
 __all__ = ["DeepLinearParams"]
 
@@ -19,5 +19,9 @@ class DeepLinearParams(Parameters):
     2.0
     """
 
-    s: float = parameter(1.0, positive(1e150), "target singular value")
-    sigma: float = parameter(1e-3, positive(1e-1), "initial scale: a = b = sigma")
+    s: float = parameter(1.0, interval(1e-12, 1e100, closed="lo,hi"),
+                         "target singular value (the time scale is 1/s: the engine ends a "
+                         "run unsettled at t = 1e18, and LSODA cannot start at rates ~s > 1e149)")
+    sigma: float = parameter(1e-3, interval(1e-300, 1e-1, closed="lo"),
+                             "initial scale: a = b = sigma (the flow is integrated in ln a, "
+                             "ln b and reads 1/a = exp(-ln a), which overflows below ~1e-308)")

@@ -60,6 +60,14 @@ class TwoMixture(Model):
         if params.protocol == "algorithm1" and params.train != "all":
             raise ParameterError(f"train={params.train!r} with protocol='algorithm1', whose "
                                  f"stages choose the trained block; allowed: train=all")
+        if params.protocol == "algorithm1":
+            # Stage I trains the neurons from A(0); stage II the attention from theta0 (stage I
+            # leaves it there): a stage that would end where it starts has no duration.
+            for name, level, start in (("A_I", params.A_I, A0), ("theta_II", params.theta_II,
+                                                                 theta0)):
+                if not level > start:
+                    raise ParameterError(f"{name}={level!r} with protocol='algorithm1' must "
+                                         f"exceed its value at the start, {start:.10g}")
 
     def integrate(self, params: TwoMixtureParams, variant: str, solver, thresholds, initial):
         """Algorithm 1 as one stitched trajectory of its three stages; None for the joint flow."""
