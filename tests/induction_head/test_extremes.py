@@ -345,7 +345,7 @@ API_CASES = [
     (lambda: ModelParams(sigma=NAN), ["sigma=nan", "finite", "(0, 0.5]"]),
     (lambda: ModelParams(sigma=INF), ["sigma=inf", "finite", "(0, 0.5]"]),
     (lambda: ModelParams(sigma=0.6), ["sigma=0.6", "(0, 0.5]"]),
-    (lambda: ModelParams(wstar=-0.1), ["wstar=-0.1", "[1e-12, 0.707107)"]),
+    (lambda: ModelParams(wstar=-0.1), ["wstar=-0.1", "[1e-08, 0.707107)"]),
     (lambda: solve(ModelParams(wstar=0.5), "linear"), ["wstar", "0.5", "(0, 0.5)"]),
     (lambda: solve(ModelParams(wstar=0.71), "meanfield"), ["wstar", "0.71", "0.707107)"]),
     (lambda: PhaseThresholds(four_gram=0.0), ["four_gram", "0.0", "(0, 1)"]),

@@ -22,6 +22,7 @@ class DeepLinearParams(Parameters):
     s: float = parameter(1.0, interval(1e-12, 1e100, closed="lo,hi"),
                          "target singular value (the time scale is 1/s: the engine ends a "
                          "run unsettled at t = 1e18, and LSODA cannot start at rates ~s > 1e149)")
-    sigma: float = parameter(1e-3, interval(1e-300, 1e-1, closed="lo"),
-                             "initial scale: a = b = sigma (the flow is integrated in ln a, "
-                             "ln b and reads 1/a = exp(-ln a), which overflows below ~1e-308)")
+    sigma: float = parameter(1e-3, interval(1e-100, 1e-1, closed="lo"),
+                             "initial scale: a = b = sigma (integrated as ln a, ln b; below "
+                             "1e-100 the rise of ab through hundreds of e-folds overshoots in "
+                             "one step, where exp(ln a + ln b) overflows)")

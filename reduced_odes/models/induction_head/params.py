@@ -28,8 +28,9 @@ L_MAX = 10**10
 #: t = 1e16, where L_G4 ~ 1/(4 t) still has digits left; closer to 0 or 1 it does not.
 ALPHA_RANGE = (1e-3, 0.99)
 #: Smallest w_star: below it the flow stalls where its O(1) terms cancel to round-off
-#: (w_kq ~ 4e-16, measured at w* = 1e-16), and never settles at w*.
-WSTAR_MIN = 1e-12
+#: (w_kq ~ 4e-16, measured at w* = 1e-16), and never settles at w*; at w* = 1e-12 runs with
+#: L = 1e10 or alpha = 0.99 do not settle either, at 1e-8 every corner of (L, alpha) does.
+WSTAR_MIN = 1e-8
 #: Largest sigma: w_kq(0) = sigma^2 = 1/4 satisfies every closure's domain conditions
 #: (1 - 4 w_kq^2 > 0, 1 - (w_kq + w*)^2 > 0 with w* < 1/2, ...); beyond, a start far from the
 #: model's small-initialisation regime may lie outside them.
@@ -67,8 +68,8 @@ class ModelParams(Parameters):
     wstar: float = parameter(0.3, interval(WSTAR_MIN, CLOSURE_WSTAR_LIMITS["meanfield"],
                                            closed="lo"),
                              "target query-key weight (inside the closure's domain: < 0.5 "
-                             "linear, < 0.7071 meanfield; below 1e-12 w_kq stalls at round-off "
-                             "of the O(1) terms, ~4e-16, short of w*)")
+                             "linear, < 0.7071 meanfield; below 1e-8 a run need not settle: "
+                             "w_kq stalls at round-off of the O(1) terms, ~4e-16)")
     sigma: float = parameter(1e-4, interval(0, SIGMA_MAX, closed="hi"),
                              "initialisation scale (w_kq(0) = sigma^2 must lie inside every "
                              "closure's domain: sigma <= 0.5 does, for every allowed w*)")
