@@ -25,6 +25,9 @@ LOSSES = ("square", "logistic")
 #: Largest theta level: theta = tanh(ell/2) with a margin ell that grows only like ln t under
 #: the logistic loss, which does not reach theta = 0.99 (ell = 5.3) by t = 1e18 at the defaults.
 THETA_MAX = 0.95
+#: Smallest level of A and theta: from a random start (A(0) = 0) a lower one is crossed at a
+#: time near the smallest doubles, where the crossing's root finder cannot converge.
+LEVEL_MIN = 1e-12
 
 
 def initial_theta(kappa: float, sigma_att: float) -> float:
@@ -72,13 +75,15 @@ class TwoMixtureParams(Parameters):
                            "blocks trained by one flow (Algorithm 1 stages train one block)")
     # The levels are those the flow reaches before the engine's horizon (t = 1e18): under
     # the logistic loss A and the attention margin grow only like ln t, the loss falls like 1/t.
-    A1: float = parameter(0.5, interval(0, 10, closed="hi"), "T1: first t with A >= A1")
-    theta2: float = parameter(0.5, interval(0, THETA_MAX, closed="hi"),
+    A1: float = parameter(0.5, interval(LEVEL_MIN, 10, closed="lo,hi"),
+                          "T1: first t with A >= A1")
+    theta2: float = parameter(0.5, interval(LEVEL_MIN, THETA_MAX, closed="lo,hi"),
                               "T2: first t with theta >= theta2")
     L3: float = parameter(0.005, interval(1e-12, math.inf, closed="lo"),
                           "T3: first t with loss <= L3")
-    A_I: float = parameter(0.9, interval(0, 1), "Algorithm 1: stage I ends when A >= A_I")
-    theta_II: float = parameter(0.9, interval(0, THETA_MAX, closed="hi"),
+    A_I: float = parameter(0.9, interval(LEVEL_MIN, 1, closed="lo"),
+                           "Algorithm 1: stage I ends when A >= A_I")
+    theta_II: float = parameter(0.9, interval(LEVEL_MIN, THETA_MAX, closed="lo,hi"),
                                 "Algorithm 1: stage II ends when theta >= theta_II")
     stage3_factor: float = parameter(100.0, interval(1e-3, 1e6, closed="lo"),
                                      "Algorithm 1: stage III runs this many times stages I and II "
