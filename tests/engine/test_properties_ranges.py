@@ -110,46 +110,29 @@ def _api(model, data, slow: bool) -> None:
         pass
 
 
+#: Default run: a few settings each; slow run (``-m slow``): many, structure not pinned.
+SIZES = [pytest.param(False, id="few"), pytest.param(True, id="many", marks=pytest.mark.slow)]
+
+
+def _drawn(check, many: bool, examples: int = FEW["max_examples"]):
+    """``check(data)`` under Hypothesis, with the default run's or the slow run's settings."""
+    return settings(**(MANY if many else {**FEW, "max_examples": examples}))(
+        given(data=st.data())(check))
+
+
+@pytest.mark.parametrize("many", SIZES)
 @pytest.mark.parametrize("model", MODELS, ids=IDS)
-@settings(**FEW)
-@given(data=st.data())
-def test_inside_every_range_solve_runs_or_says_why_in_one_line(model, data):
-    _inside(model, data, slow=False)
+def test_inside_every_range_solve_runs_or_says_why_in_one_line(model, many):
+    _drawn(lambda data: _inside(model, data, slow=many), many)()
 
 
+@pytest.mark.parametrize("many", SIZES)
 @pytest.mark.parametrize("model", MODELS, ids=IDS)
-@settings(**{**FEW, "max_examples": 6})
-@given(data=st.data())
-def test_just_outside_a_range_solve_exits_2_naming_it_before_any_work(model, data):
-    _outside(model, data)
+def test_just_outside_a_range_solve_exits_2_naming_it_before_any_work(model, many):
+    _drawn(lambda data: _outside(model, data), many, examples=6)()
 
 
+@pytest.mark.parametrize("many", SIZES)
 @pytest.mark.parametrize("model", MODELS, ids=IDS)
-@settings(**{**FEW, "max_examples": 6})
-@given(data=st.data())
-def test_inside_every_range_the_api_raises_only_parameter_or_domain_errors(model, data):
-    _api(model, data, slow=False)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("model", MODELS, ids=IDS)
-@settings(**MANY)
-@given(data=st.data())
-def test_inside_every_range_many_settings(model, data):
-    _inside(model, data, slow=True)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("model", MODELS, ids=IDS)
-@settings(**MANY)
-@given(data=st.data())
-def test_just_outside_a_range_many_settings(model, data):
-    _outside(model, data)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("model", MODELS, ids=IDS)
-@settings(**MANY)
-@given(data=st.data())
-def test_the_api_many_settings(model, data):
-    _api(model, data, slow=True)
+def test_inside_every_range_the_api_raises_only_parameter_or_domain_errors(model, many):
+    _drawn(lambda data: _api(model, data, slow=many), many, examples=6)()
