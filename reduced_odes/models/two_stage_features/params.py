@@ -55,7 +55,7 @@ class TwoStageParams(Parameters):
     >>> TwoStageParams(d_Q=1)
     Traceback (most recent call last):
     ...
-    reduced_odes._params.ParameterError: d_Q=1 must be an integer >= 2
+    reduced_odes._params.ParameterError: d_Q=1 must be an integer in [2, 10000]
     """
 
     # The ranges are where the flow settles within the engine's step budget: the blocks'
