@@ -20,8 +20,9 @@ class DeepLinearParams(Parameters):
     """
 
     s: float = parameter(1.0, interval(1e-12, 1e100, closed="lo,hi"),
-                         "target singular value (the time scale is 1/s: the engine ends a "
-                         "run unsettled at t = 1e18, and LSODA cannot start at rates ~s > 1e149)")
+                         "target singular value (the time scale is 1/s: below 1e-12 a run "
+                         "is not settled by the engine's end, t = 1e18; LSODA cannot start "
+                         "at rates ~s beyond ~1e149)")
     sigma: float = parameter(1e-3, interval(1e-100, 1e-1, closed="lo"),
                              "initial scale: a = b = sigma (integrated as ln a, ln b; below "
                              "1e-100 the rise of ab through hundreds of e-folds overshoots in "
