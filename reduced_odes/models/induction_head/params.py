@@ -68,8 +68,9 @@ class ModelParams(Parameters):
     wstar: float = parameter(0.3, interval(WSTAR_MIN, CLOSURE_WSTAR_LIMITS["meanfield"],
                                            closed="lo"),
                              "target query-key weight (inside the closure's domain: < 0.5 "
-                             "linear, < 0.7071 meanfield; below 1e-8 a run need not settle: "
-                             "w_kq stalls at round-off of the O(1) terms, ~4e-16)")
+                             "linear, < 0.7071 meanfield, where within ~1e-6 of the edge a run "
+                             "may step out of it and says so; below 1e-8 a run need not "
+                             "settle: w_kq stalls at round-off of the O(1) terms, ~4e-16)")
     sigma: float = parameter(1e-4, interval(0, SIGMA_MAX, closed="hi"),
                              "initialisation scale (w_kq(0) = sigma^2 must lie inside every "
                              "closure's domain: sigma <= 0.5 does, for every allowed w*)")
