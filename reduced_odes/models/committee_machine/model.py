@@ -111,14 +111,16 @@ def _check_plateau(params: CommitteeParams, variant: str) -> None:
     from .numerics import unspecialised_fixed_point
 
     try:
-        plateau, why = unspecialised_fixed_point(params, variant).eps_g, "eps_g is not finite"
-    except (ValueError, ArithmeticError) as exc:  # LinAlgError is a ValueError
-        plateau, why = math.nan, f"{type(exc).__name__}: {exc}"
+        plateau, why = unspecialised_fixed_point(params, variant).eps_g, "its eps_g diverges"
+    except (ValueError, ArithmeticError):  # LinAlgError is a ValueError
+        plateau, why = math.nan, "the flow to it leaves the domain of the overlaps"
     if not math.isfinite(plateau):
         raise ParameterError(f"eta={params.eta!r} with activation {variant!r}, K={params.K}, "
                              f"M={params.M}, noise={params.noise!r}: the unspecialised plateau, "
                              f"which the phases are read against, cannot be found ({why}); "
-                             f"allowed: an eta at which the symmetric flow settles on it")
+                             f"allowed: settings whose symmetric flow settles on it (a smaller "
+                             f"eta; with ReLU, M >= 2, whose plateau is off the kernel's "
+                             f"boundary)")
 
 
 MODEL = CommitteeMachine()
