@@ -214,8 +214,9 @@ def run_label(model: Model, params: Parameters, variant: str, solver: SolverConf
     "model 'deep_linear' (variant 'default'; s=2.0, sigma=0.001; LSODA rtol=1e-10, atol=1e-12)"
     """
     values = ", ".join(f"{f.name}={getattr(params, f.name)!r}" for f in params.declared())
+    stepper = "native BDF" if solver.backend == "numba" else solver.method  # numba: BDF only
     return (f"model {model.name!r} ({model.variant_option} {variant!r}; {values}; "
-            f"{solver.method} rtol={solver.rtol!r}, atol={solver.atol!r})")
+            f"{stepper} rtol={solver.rtol!r}, atol={solver.atol!r})")
 
 
 def _horizon(model: Model, params: Parameters, variant: str, label: str) -> float:
