@@ -65,7 +65,7 @@ def test_once_crashing_settings_exit_2_naming_the_parameter(model, options, word
 # (model, extra options): each runs to exit 0 or 3 (a phase not reached, with its reason).
 RUNS = [
     ("deep_linear", ["--s", "1e-3", "--sigma", "0.06"]),  # integrated backwards before
-    ("deep_linear", ["--s", "1e100", "--sigma", "1e-100"]),
+    ("deep_linear", ["--s", "9.9e99", "--sigma", "1e-100"]),
     ("deep_linear", ["--s", "1e-12", "--sigma", "1e-100"]),
     ("committee_machine", ["--K", "1"]),  # did not settle by t = 1e18 (K < M)
     ("committee_machine", ["--activation", "relu", "--asymmetry", "1e-16"]),

@@ -51,7 +51,7 @@ class DeepLinear(Model):
         --------
         >>> MODEL.horizon(DeepLinearParams(s=1e-3, sigma=0.06), "default") > 0
         True
-        >>> MODEL.horizon(DeepLinearParams(s=1e100, sigma=1e-100), "default") < math.inf
+        >>> MODEL.horizon(DeepLinearParams(s=9.9e99, sigma=1e-100), "default") < math.inf
         True
         """
         return 10 * (1 + abs(math.log(params.s / params.sigma**2))) / params.s

@@ -19,7 +19,7 @@ class DeepLinearParams(Parameters):
     2.0
     """
 
-    s: float = parameter(1.0, interval(1e-12, 1e100, closed="lo,hi"),
+    s: float = parameter(1.0, interval(1e-12, 1e100, closed="lo"),
                          "target singular value (the time scale is 1/s: below 1e-12 a run "
                          "is not settled by the engine's end, t = 1e18; LSODA cannot start "
                          "at rates ~s beyond ~1e149)")
