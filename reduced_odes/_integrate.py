@@ -196,9 +196,9 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
     try:
         return _integrated(model, params, variant, solver, thresholds, problem)
     except DomainError as exc:  # a driver's message without the setting gets it appended
-        if label in str(exc):
-            raise
-        raise DomainError(f"{exc}; {label}") from None
+        if label not in str(exc):
+            exc.args = (f"{exc}; {label}",)  # the same error: whatever it carries stays
+        raise
     except ArithmeticError as exc:  # last guard: an overflow while reporting a failed run
         raise DomainError(f"{label} failed ({type(exc).__name__}: {exc})") from None
 

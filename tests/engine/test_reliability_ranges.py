@@ -129,6 +129,7 @@ def test_a_solver_failure_names_model_variant_parameters_and_solver(monkeypatch,
         raise error
 
     monkeypatch.setattr("reduced_odes._integrate._lsoda_run", failing)
+    monkeypatch.setattr("reduced_odes._params.native_available", lambda: False)  # no retry
     argv = ["solve", "--model", "deep_linear", "--s", "2", "--json", "--backend", "python"]
     code, out, err = _ranges.run_cli(argv)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
