@@ -243,10 +243,48 @@ def _solve_on(setting: tuple, solver: SolverConfig) -> Trajectory:
     system = load_system(model, variant, structure=model.structure(params))
     args = tuple(float(a) for a in model.parameter_values(params, variant))
     y0 = _initial_state(model, params, variant, initial, system, args)
+    label = run_label(model, params, variant, solver)
     problem = Problem(system, args, y0, _LazyRule(model, params, variant, system, args),
-                      float(model.horizon(params, variant)), float(model.tail), solver.t_end,
-                      solver.method, solver.rtol, solver.atol,
-                      f"model {model.name!r} ({model.variant_option} {variant!r})")
+                      _horizon(model, params, variant, label), float(model.tail), solver.t_end,
+                      solver.method, solver.rtol, solver.atol, label)
+    try:
+        return _integrated(model, params, variant, solver, thresholds, problem)
+    except DomainError as exc:  # a driver's message without the setting gets it appended
+        if label not in str(exc):
+            exc.args = (f"{exc}; {label}",)  # the same error: whatever it carries stays
+        raise
+    except ArithmeticError as exc:  # last guard: an overflow while reporting a failed run
+        raise DomainError(f"{label} failed ({type(exc).__name__}: {exc})") from None
+
+
+def run_label(model: Model, params: Parameters, variant: str, solver: SolverConfig) -> str:
+    """The setting of a run as its failure messages name it: model, variant, every
+    parameter and the solver.
+
+    Examples
+    --------
+    >>> from reduced_odes.models.deep_linear import MODEL, DeepLinearParams
+    >>> run_label(MODEL, DeepLinearParams(s=2), "default", SolverConfig())
+    "model 'deep_linear' (variant 'default'; s=2.0, sigma=0.001; LSODA rtol=1e-10, atol=1e-12)"
+    """
+    values = ", ".join(f"{f.name}={getattr(params, f.name)!r}" for f in params.declared())
+    stepper = "native BDF" if solver.backend == "numba" else solver.method  # numba: BDF only
+    return (f"model {model.name!r} ({model.variant_option} {variant!r}; {values}; "
+            f"{stepper} rtol={solver.rtol!r}, atol={solver.atol!r})")
+
+
+def _horizon(model: Model, params: Parameters, variant: str, label: str) -> float:
+    """The model's first horizon, checked to be a finite time > 0 (the drivers step forward
+    from 0 to it; a negative one would integrate backwards)."""
+    horizon = float(model.horizon(params, variant))
+    if not 0 < horizon < math.inf:
+        raise DomainError(f"{label}: the model's first horizon is {horizon!r}; it must be a "
+                          f"finite time > 0")
+    return horizon
+
+
+def _integrated(model, params, variant, solver, thresholds, problem: Problem) -> Trajectory:
+    """The trajectory of ``problem`` on the solver's backend."""
     if solver.backend == "numba":
         from ._native import solve_native  # the [fast] extra loads only for a run asking it
 

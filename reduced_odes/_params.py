@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import importlib.util
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -97,21 +97,53 @@ def warn(message: str) -> None:
     print(f"reduced-odes: warning: {message}", file=sys.stderr, flush=True)
 
 
+def _plain(value):
+    """A NumPy scalar or 0-d array as the Python scalar it holds (``np.True_`` is ``True``,
+    a flag and not a number); anything else as it is.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> _plain(np.True_), _plain(np.float64(2.5)), _plain(np.array("joint")), _plain([1])
+    (True, 2.5, 'joint', [1])
+    """
+    if hasattr(value, "dtype") and hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+        return value.item()
+    return value
+
+
+def _shown(value) -> str:
+    """``repr(value)`` on one line (an array's repr spans several).
+
+    Examples
+    --------
+    >>> _shown([[1, 2],
+    ...         [3, 4]])
+    '[[1, 2], [3, 4]]'
+    """
+    try:
+        return " ".join(repr(value).split())
+    except ValueError:  # an int beyond Python's limit on digits shown
+        return f"<{type(value).__name__} of {value.bit_length()} bits>"
+
+
 def _number(name: str, value, allowed: str) -> float:
     """``value`` as a finite float, or a ParameterError naming ``name`` and ``allowed``."""
-    if isinstance(value, bool) or isinstance(value, str):
-        raise ParameterError(f"{name}={value!r} is not a number; allowed: {allowed}")
+    value = _plain(value)
+    if isinstance(value, bool | str) or getattr(value, "ndim", 0):  # a flag, text, an array
+        raise ParameterError(f"{name}={_shown(value)} is not a number; allowed: {allowed}")
     if not isinstance(value, int | float):
         try:
             value = float(value)
         except (TypeError, ValueError, OverflowError):
-            raise ParameterError(f"{name}={value!r} is not a number; allowed: {allowed}") from None
+            raise ParameterError(f"{name}={_shown(value)} is not a number; "
+                                 f"allowed: {allowed}") from None
     try:
         value = float(value)
     except OverflowError:
-        raise ParameterError(f"{name}={value!r} is not finite; allowed: {allowed}") from None
+        raise ParameterError(f"{name}={_shown(value)} is not finite; allowed: {allowed}") from None
     if not math.isfinite(value):
-        raise ParameterError(f"{name}={value!r} is not finite; allowed: {allowed}")
+        raise ParameterError(f"{name}={_shown(value)} is not finite; allowed: {allowed}")
     return value
 
 
@@ -143,23 +175,26 @@ class Range:
     options: tuple = ()
 
     def check(self, name: str, value):
+        value = _plain(value)
         if self.kind == "flag":
             if not isinstance(value, bool):
-                raise ParameterError(f"{name}={value!r} must be true or false")
+                raise ParameterError(f"{name}={_shown(value)} must be true or false")
             return value
         if self.kind == "choice":
-            if value not in self.options:
+            # Only a hashable value can equal an option (an array compares element-wise).
+            found = [o for o in self.options if isinstance(value, Hashable) and value == o]
+            if not found:
                 allowed = ", ".join(map(str, self.options))
-                raise ParameterError(f"{name}={value!r}; allowed: {allowed}")
-            return value
+                raise ParameterError(f"{name}={_shown(value)}; allowed: {allowed}")
+            return found[0]
         number = _number(name, value, self.text)
         if self.kind == "integer" and number != int(number):
-            raise ParameterError(f"{name}={value!r} must be {self.text}")
+            raise ParameterError(f"{name}={_shown(value)} must be {self.text}")
         below = number <= self.lo if self.lo_open else number < self.lo
         above = number >= self.hi if self.hi_open else number > self.hi
         if below or above:
             verb = "is outside" if self.text.startswith("the ") else "must be"
-            raise ParameterError(f"{name}={value!r} {verb} {self.text}")
+            raise ParameterError(f"{name}={_shown(value)} {verb} {self.text}")
         return int(number) if self.kind == "integer" else number
 
 
@@ -367,8 +402,14 @@ class SolverConfig(Parameters):
                                        "cross_check")
 
     method: str = parameter("LSODA", choice(*METHODS), "stiff solver")
-    rtol: float = parameter(1e-10, interval(0, 1), "relative tolerance")
-    atol: float = parameter(1e-12, positive(), "absolute tolerance")
+    rtol: float = parameter(1e-10, interval(1e-13, 1e-2, closed="lo,hi"),
+                            "relative tolerance (below 1e-13 it asks for more than double "
+                            "precision holds: SciPy raises it to 2.2e-14 with a warning; "
+                            "above 1e-2 a run need not settle)")
+    atol: float = parameter(1e-12, interval(1e-30, 1e-3, closed="lo,hi"),
+                            "absolute tolerance on every integration coordinate (logs and "
+                            "O(1) overlaps: above 1e-3 an accepted step may leave the domain; "
+                            "below 1e-30 no step is accurate enough where a log passes 0)")
     t_end: float | None = None
     n_output: int = parameter(400, integer(2, 10**7), "number of log-spaced output times")
     backend: str = parameter("auto", choice("auto", "python", "numba"),

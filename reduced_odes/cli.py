@@ -104,10 +104,11 @@ def _add_solve_arguments(parser: argparse.ArgumentParser, model) -> None:
     _add_variant_option(parser, model)
     parser.add_argument("--method", choices=METHODS, default="LSODA",
                         help="stiff solver (default: LSODA)")
-    parser.add_argument("--rtol", type=float, default=1e-10,
-                        help="relative tolerance in (0, 1) (default: 1e-10)")
-    parser.add_argument("--atol", type=float, default=1e-12,
-                        help="absolute tolerance > 0 (default: 1e-12)")
+    for name in ("rtol", "atol"):  # help from SolverConfig's declaration: one source
+        item = next(f for f in SolverConfig.declared() if f.name == name)
+        parser.add_argument(f"--{name}", type=float, default=item.default, metavar="X",
+                            help=f"{item.metadata['help']}; {item.metadata['allowed'].text} "
+                                 f"(default: {item.default:g})")
     add_backend_option(parser, "python for one trajectory")
     parser.add_argument("--cross-check", type=_flag, default=True, metavar="BOOL",
                         help="solve again at a hundredth of the tolerances to estimate each "
@@ -533,7 +534,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_backend(getattr(args, "backend", "auto"))  # before any work
         return args.handler(args)
     except (ParameterError, DomainError, DerivationError) as exc:
-        print(f"reduced-odes {command}: error: {exc}", file=sys.stderr)
+        # One line, always: a message is written as one, this joins any that is not.
+        print(f"reduced-odes {command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"reduced-odes {command}: interrupted", file=sys.stderr)

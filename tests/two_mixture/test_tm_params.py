@@ -10,11 +10,13 @@ from reduced_odes.models.two_mixture import MODEL, TwoMixtureParams
 
 
 @pytest.mark.parametrize("field, value, allowed", [
-    ("mu", 0.0, "(0, 1e+06)"), ("mu", -1.0, "(0, 1e+06)"), ("kappa", math.nan, "(0, 1e+06)"),
-    ("sigma", 0.0, "(0, 1)"), ("sigma_att", math.inf, "(0, 1)"),
+    ("mu", 0.0, "[0.001, 1000]"), ("mu", -1.0, "[0.001, 1000]"),
+    ("kappa", math.nan, "[0.001, 1000]"), ("sigma", 0.0, "[1e-20, 1)"),
+    ("sigma_att", math.inf, "[1e-100, 1)"),
     ("init", "uniform", "averaged, random"), ("protocol", "greedy", "joint, algorithm1"),
-    ("theta2", 1.0, "(0, 1)"), ("A_I", 0.0, "(0, 1)"), ("theta_II", 1.5, "(0, 1)"),
-    ("L3", -0.1, "> 0"), ("A1", 0.0, "> 0"), ("width", 3, "even"), ("width", 0, "[2, "),
+    ("theta2", 1.0, "[1e-12, 0.95]"), ("A_I", 0.0, "[1e-12, 1)"),
+    ("theta_II", 1.5, "[1e-12, 0.95]"), ("L3", -0.1, "[1e-12, inf)"), ("A1", 0.0, "[1e-12, 10]"),
+    ("width", 3, "even"), ("width", 0, "[2, "),
     ("d_att", 3, "[4, "), ("d_val", 1, "[2, "),
 ])
 def test_bad_field_names_parameter_value_and_range(field, value, allowed):
@@ -66,7 +68,7 @@ def test_algorithm1_through_the_command_line(capsys):
 
 
 def test_bad_stage_three_factor():
-    with pytest.raises(ParameterError, match=r"stage3_factor=0.0 .*\(0, 1e\+06\)"):
+    with pytest.raises(ParameterError, match=r"stage3_factor=0.0 .*\[0.001, 1e\+06\)"):
         TwoMixtureParams(stage3_factor=0.0)
 
 

@@ -97,9 +97,11 @@ def test_linear_control_never_learns_semantics():
 @pytest.mark.parametrize("kwargs, match", [
     ({"gamma": 0.0}, "gamma=0.0"), ({"mu": math.inf}, "mu=inf"), ({"sigma": -1.0}, "sigma=-1.0"),
     ({"v0": math.nan}, "v0=nan"),
-    ({"pi_P": 1.0}, r"pi_P=1.0 is outside the open interval \(0, 1\)"),
-    ({"N": 2.5}, "N=2.5 must be an integer >= 1"), ({"d_P": 0}, "d_P=0 must be an integer >= 1"),
-    ({"d_Q": 1}, "d_Q=1 must be an integer >= 2"), ({"train_value": "yes"}, "train_value='yes'"),
+    ({"pi_P": 1.0}, r"pi_P=1.0 is outside the interval \[0.05, 0.95\]"),
+    ({"N": 2.5}, r"N=2.5 must be an integer in \[1, 1e\+06\]"),
+    ({"d_P": 0}, r"d_P=0 must be an integer in \[1, 10000\]"),
+    ({"d_Q": 1}, r"d_Q=1 must be an integer in \[2, 10000\]"),
+    ({"train_value": "yes"}, "train_value='yes'"),
     ({"sigma": 0.4, "v0": 1.0},
      r"v0=1.0 with train_value=True must satisfy v0\^2 > \(d_P \+ d_Q\)"),
 ])

@@ -58,6 +58,7 @@ class CommitteeMachine(Model):
                                  f"M={params.M}: the learning-rate term (an expectation over "
                                  f"four fields of steps and ReLUs) has no closed form; allowed: "
                                  f"eta = 0 (the limit eta -> 0), or K + M <= 3")
+        _check_plateau(params, variant)
 
     def parameter_values(self, params: CommitteeParams, variant: str) -> tuple[float, float]:
         return (float(params.eta), float(params.noise))
@@ -81,8 +82,10 @@ class CommitteeMachine(Model):
         flow can be as slow, so a run that has not escaped has not settled."""
         from .numerics import unspecialised_fixed_point
 
-        escaped = (0.5 * unspecialised_fixed_point(params, variant).eps_g if params.M > 1
-                   else math.inf)
+        # A student narrower than its teacher (K < M; or M = 1, nothing to specialise to)
+        # need not fall below half the plateau: its run settles on stillness alone.
+        escaped = (0.5 * unspecialised_fixed_point(params, variant).eps_g
+                   if 1 < params.M <= params.K else math.inf)
         return SettledRule("max(speed - tol, eps_g - escaped)",
                            {"tol": SETTLED_SPEED, "escaped": escaped})
 
@@ -102,6 +105,25 @@ class CommitteeMachine(Model):
     committed_figures = CommittedFigures(digits=4, floor=1e-9,
                                          data=("plateau.json", "escape.json"),
                                          slow_data=("eta.json", "noise.json"))
+
+
+def _check_plateau(params: CommitteeParams, variant: str) -> None:
+    """ParameterError unless the plateau the phases are read against exists at ``params``:
+    at a large ``eta`` the flow on the symmetric subspace diverges instead of settling on it.
+    (Cached: the run reads the same point.)"""
+    from .numerics import unspecialised_fixed_point
+
+    try:
+        plateau, why = unspecialised_fixed_point(params, variant).eps_g, "its eps_g diverges"
+    except (ValueError, ArithmeticError):  # LinAlgError is a ValueError
+        plateau, why = math.nan, "the flow to it leaves the domain of the overlaps"
+    if not math.isfinite(plateau):
+        raise ParameterError(f"eta={params.eta!r} with activation {variant!r}, K={params.K}, "
+                             f"M={params.M}, noise={params.noise!r}: the unspecialised plateau, "
+                             f"which the phases are read against, cannot be found ({why}); "
+                             f"allowed: settings whose symmetric flow settles on it (a smaller "
+                             f"eta; with ReLU, M >= 2, whose plateau is off the kernel's "
+                             f"boundary)")
 
 
 MODEL = CommitteeMachine()

@@ -57,8 +57,10 @@ class CommitteeParams(Parameters):
     q0: float = parameter(0.25, positive(10), "initial student norms Q_ii (Q_ik = 0, i != k)")
     r0: float = parameter(0.01, interval(0, 1, closed="lo"),
                           "initial student-teacher overlaps R_in (all equal: unspecialised)")
-    asymmetry: float = parameter(1e-3, interval(0, 1),
-                                 "added to R_ii at the start: what breaks the symmetry")
+    asymmetry: float = parameter(1e-3, interval(1e-16, 1, closed="lo"),
+                                 "added to R_ii at the start: what breaks the symmetry (below "
+                                 "1e-16 it is lost to round-off of the O(1) overlaps, and a "
+                                 "ReLU run never escapes the plateau)")
 
     def check(self) -> None:
         Q, R = initial_overlaps(self)

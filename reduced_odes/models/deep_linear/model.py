@@ -42,7 +42,19 @@ class DeepLinear(Model):
         return SettledRule("abs(log_a + log_b - target) - 1e-9", {"target": math.log(params.s)})
 
     def horizon(self, params, variant):
-        return 10 * (1 + math.log(params.s / params.sigma**2)) / params.s
+        """``10 (1 + |ln(s / sigma^2)|) / s``: the logistic ``u`` takes ``ln(s/sigma^2) / (2s)``
+        to rise from ``sigma^2`` to ``s``, and a start above ``s`` decays to it on the time
+        scale ``1/s``; so the horizon is > 0 and finite for every allowed setting (the
+        declared ranges keep ``s / sigma^2`` within ``[1e-10, 1e300]``).
+
+        Examples
+        --------
+        >>> MODEL.horizon(DeepLinearParams(s=1e-3, sigma=0.06), "default") > 0
+        True
+        >>> MODEL.horizon(DeepLinearParams(s=9.9e99, sigma=1e-100), "default") < math.inf
+        True
+        """
+        return 10 * (1 + abs(math.log(params.s / params.sigma**2))) / params.s
 
 
 MODEL = DeepLinear()

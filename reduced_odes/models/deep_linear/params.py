@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reduced_odes.author import Parameters, parameter, positive
+from reduced_odes.author import Parameters, interval, parameter
 
 __all__ = ["DeepLinearParams"]
 
@@ -19,5 +19,11 @@ class DeepLinearParams(Parameters):
     2.0
     """
 
-    s: float = parameter(1.0, positive(1e150), "target singular value")
-    sigma: float = parameter(1e-3, positive(1e-1), "initial scale: a = b = sigma")
+    s: float = parameter(1.0, interval(1e-12, 1e100, closed="lo"),
+                         "target singular value (the time scale is 1/s: below 1e-12 a run "
+                         "is not settled by the engine's end, t = 1e18; LSODA cannot start "
+                         "at rates ~s beyond ~1e149)")
+    sigma: float = parameter(1e-3, interval(1e-100, 1e-1, closed="lo"),
+                             "initial scale: a = b = sigma (integrated as ln a, ln b; below "
+                             "1e-100 the rise of ab through hundreds of e-folds overshoots in "
+                             "one step, where exp(ln a + ln b) overflows)")

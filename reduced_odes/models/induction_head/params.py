@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from reduced_odes.author import ParameterError, Parameters, integer, interval, parameter, positive
+from reduced_odes.author import ParameterError, Parameters, integer, interval, parameter
 
-__all__ = ["ALPHA_RANGE", "CLOSURE_WSTAR_LIMITS", "L_MAX", "ModelParams", "PhaseThresholds"]
+__all__ = ["ALPHA_RANGE", "CLOSURE_WSTAR_LIMITS", "L_MAX", "SIGMA_MAX", "WSTAR_MIN", "ModelParams",
+           "PhaseThresholds"]
 
 #: Supremum of w_star inside each closure's domain. From the derived domains
 #: (``1 - 4 w*^2 > 0`` for linear, ``1 - 2 w*^2 > 0`` for meanfield); a test
@@ -26,6 +27,14 @@ L_MAX = 10**10
 #: t ~ L / (1 - alpha)^2, so at the ends of this range (with L = 1e10) a run ends before
 #: t = 1e16, where L_G4 ~ 1/(4 t) still has digits left; closer to 0 or 1 it does not.
 ALPHA_RANGE = (1e-3, 0.99)
+#: Smallest w_star: below it the flow stalls where its O(1) terms cancel to round-off
+#: (w_kq ~ 4e-16, measured at w* = 1e-16), and never settles at w*; at w* = 1e-12 runs with
+#: L = 1e10 or alpha = 0.99 do not settle either, at 1e-8 every corner of (L, alpha) does.
+WSTAR_MIN = 1e-8
+#: Largest sigma: w_kq(0) = sigma^2 = 1/4 satisfies every closure's domain conditions
+#: (1 - 4 w_kq^2 > 0, 1 - (w_kq + w*)^2 > 0 with w* < 1/2, ...); beyond, a start far from the
+#: model's small-initialisation regime may lie outside them.
+SIGMA_MAX = 0.5
 
 
 @dataclass(frozen=True)
@@ -56,9 +65,15 @@ class ModelParams(Parameters):
     L: int = parameter(200, integer(4, L_MAX), "sequence length")
     alpha: float = parameter(0.5, interval(*ALPHA_RANGE, closed="lo,hi"),
                              "weight of the 4-gram component")
-    wstar: float = parameter(0.3, positive(), "target query-key weight (inside the closure's "
-                                              "domain: < 0.5 linear, < 0.7071 meanfield)")
-    sigma: float = parameter(1e-4, positive(), "initialisation scale")
+    wstar: float = parameter(0.3, interval(WSTAR_MIN, CLOSURE_WSTAR_LIMITS["meanfield"],
+                                           closed="lo"),
+                             "target query-key weight (inside the closure's domain: < 0.5 "
+                             "linear, < 0.7071 meanfield, where within ~1e-6 of the edge a run "
+                             "may step out of it and says so; below 1e-8 a run need not "
+                             "settle: w_kq stalls at round-off of the O(1) terms, ~4e-16)")
+    sigma: float = parameter(1e-4, interval(0, SIGMA_MAX, closed="hi"),
+                             "initialisation scale (w_kq(0) = sigma^2 must lie inside every "
+                             "closure's domain: sigma <= 0.5 does, for every allowed w*)")
 
     @property
     def w_kq0(self) -> float:

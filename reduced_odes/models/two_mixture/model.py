@@ -65,6 +65,16 @@ class TwoMixture(Model):
         if params.protocol == "algorithm1" and params.train != "all":
             raise ParameterError(f"train={params.train!r} with protocol='algorithm1', whose "
                                  f"stages choose the trained block; allowed: train=all")
+        if variant == "logistic":
+            _check_logistic_reach(params)
+        if params.protocol == "algorithm1":
+            # Stage I trains the neurons from A(0); stage II the attention from theta0 (stage I
+            # leaves it there): a stage that would end where it starts has no duration.
+            for name, level, start in (("A_I", params.A_I, A0), ("theta_II", params.theta_II,
+                                                                 theta0)):
+                if not level > start:
+                    raise ParameterError(f"{name}={level!r} with protocol='algorithm1' must "
+                                         f"exceed its value at the start, {start:.10g}")
 
     def integrate(self, params: TwoMixtureParams, variant: str, solver, thresholds, initial):
         """Algorithm 1 as one stitched trajectory of its three stages; None for the joint flow."""
@@ -111,6 +121,30 @@ class TwoMixture(Model):
         A0 = params.mu * params.sigma**2 / (2 * math.sqrt(2))
         ell0 = params.kappa * params.sigma_att**2
         return 2 * (math.log(1 / A0) / rate + 4 * math.log(1 / ell0) / params.kappa + 10)
+
+
+#: Largest ``(mu/kappa) (1 + theta)/(1 - theta)`` the logistic loss reaches by the engine's
+#: horizon t = 1e18, theta being the attention level that ends the run (measured over mu in
+#: [0.01, 100]: 210 is reached at theta = 0.5, 225 is not at theta = 0.8).
+LOGISTIC_REACH = 200.0
+
+
+def _check_logistic_reach(params: TwoMixtureParams) -> None:
+    """ParameterError if the logistic run's ending attention level is out of its reach: the
+    margin grows only like ln t, the slower the larger mu/kappa and theta."""
+    if params.protocol == "algorithm1" or params.train == "attention":
+        name = "theta_II"
+    elif params.train == "all":
+        name = "theta2"
+    else:  # the neurons alone: no attention level ends the run
+        return
+    level = getattr(params, name)
+    reach = params.mu / params.kappa * (1 + level) / (1 - level)
+    if reach > LOGISTIC_REACH:
+        raise ParameterError(f"{name}={level!r} with mu={params.mu!r}, kappa={params.kappa!r} "
+                             f"and the logistic loss: (mu/kappa)(1 + {name})/(1 - {name}) = "
+                             f"{reach:.4g}; allowed: <= {LOGISTIC_REACH:g} (the attention "
+                             f"margin grows like ln t and reaches no more by t = 1e18)")
 
 
 MODEL = TwoMixture()

@@ -14,6 +14,7 @@ same enumeration yields SymPy expressions (in ``derivation``) and floats
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -103,6 +104,10 @@ def block_losses(state: tuple, pi_P: Any, gamma: Any, mu: Any, N: Any, activatio
     return blocks
 
 
+#: Round-off of a difference of the block losses, relative to their size (64 ulp).
+ROUND_OFF = 64 * sys.float_info.epsilon
+
+
 def numeric_optimum(block: str, pi_P: float, gamma: float, mu: float, N: float,
                     activation: Callable) -> float:
     """``A*`` (block ``"P"``) or ``B*`` (``"Q"``): the minimiser of the block loss in ``A`` or ``B``.
@@ -125,4 +130,9 @@ def numeric_optimum(block: str, pi_P: float, gamma: float, mu: float, N: float,
     l0, l1, l2 = loss(0.0), loss(1.0), loss(2.0)
     curvature = (l2 - 2 * l1 + l0) / 2
     slope = l1 - l0 - curvature
+    if abs(slope) <= ROUND_OFF * max(abs(l0), abs(l1), abs(l2)):
+        # A block the activation cannot see (Q under the linear control) has no linear
+        # term: what is left is round-off of the O(1) losses, which the division by a
+        # small curvature (~1/N) would make a spurious optimum of 1e-14 or more.
+        slope = 0.0
     return scale * (-slope / (2 * curvature))

@@ -18,7 +18,6 @@ from reduced_odes.author import (
     integer,
     interval,
     parameter,
-    positive,
 )
 
 __all__ = ["ACTIVATIONS", "TwoStageParams", "TwoStageThresholds"]
@@ -56,17 +55,28 @@ class TwoStageParams(Parameters):
     >>> TwoStageParams(d_Q=1)
     Traceback (most recent call last):
     ...
-    reduced_odes._params.ParameterError: d_Q=1 must be an integer >= 2
+    reduced_odes._params.ParameterError: d_Q=1 must be an integer in [2, 10000]
     """
 
-    gamma: float = parameter(1.0, positive(), "norm of a syntactic (P) token")
-    mu: float = parameter(1.0, positive(), "norm of a semantic (Q) token")
-    pi_P: float = parameter(0.5, interval(0, 1), "probability of a syntactic token")
-    N: int = parameter(32, integer(1), "context tokens per prompt")
-    d_P: int = parameter(2, integer(1), "dimension of the syntactic subspace")
-    d_Q: int = parameter(8, integer(2), "dimension of the semantic subspace")
-    sigma: float = parameter(1e-2, positive(), "initial scale: W_K = W_Q = sigma I")
-    v0: float = parameter(1.0, positive(), "initial value weight v(0)")
+    # The ranges are where the flow settles within the engine's step budget: the blocks'
+    # time scales go as d / (pi^2 scale^2 v0) and their optima as scale^2, so far outside
+    # O(1) token norms, probabilities, sizes and v0 a run ends before it settles.
+    gamma: float = parameter(1.0, interval(0.1, 10, closed="lo,hi"),
+                             "norm of a syntactic (P) token (the P block's rate goes as gamma^2)")
+    mu: float = parameter(1.0, interval(0.1, 10, closed="lo,hi"),
+                          "norm of a semantic (Q) token (the Q block's rate goes as mu^2)")
+    pi_P: float = parameter(0.5, interval(0.05, 0.95, closed="lo,hi"),
+                            "probability of a syntactic token (a block's rate goes as its "
+                            "probability squared)")
+    N: int = parameter(32, integer(1, 10**6), "context tokens per prompt (beyond 1e6 the 1/N "
+                                              "variance term is below round-off)")
+    d_P: int = parameter(2, integer(1, 10**4), "dimension of the syntactic subspace")
+    d_Q: int = parameter(8, integer(2, 10**4), "dimension of the semantic subspace")
+    sigma: float = parameter(1e-2, interval(1e-300, 1, closed="lo,hi"),
+                             "initial scale: W_K = W_Q = sigma I (integrated as ln sigma; "
+                             "the model is one of small initialisation)")
+    v0: float = parameter(1.0, interval(1e-3, 1e3, closed="lo,hi"),
+                          "initial value weight v(0) (the time scales go as 1/v0)")
     train_value: bool = parameter(True, flag(), "train the value weight v")
 
     def check(self) -> None:
