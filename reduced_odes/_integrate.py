@@ -300,8 +300,11 @@ def _integrated(model, params, variant, solver, thresholds, problem: Problem) ->
             run = _ivp_run(problem)
     except DomainError as exc:
         if exc.run is not None and exc.t_stop > 0:
-            exc.trajectory = _assemble(model, params, variant, solver, thresholds, problem,
-                                       exc.run, (exc.t_stop, str(exc)))
+            try:
+                exc.trajectory = _assemble(model, params, variant, solver, thresholds,
+                                           problem, exc.run, (exc.t_stop, str(exc)))
+            except (ValueError, ArithmeticError):  # what it found cannot be read back: the
+                pass  # failure is reported as it is, without a partial trajectory
         raise
     return _assemble(model, params, variant, solver, thresholds, problem, run)
 
@@ -438,7 +441,10 @@ def _assemble(model, params, variant, solver, thresholds, problem: Problem, run:
         y[:, -1] = run.y_steps[:, -1]  # the last step exactly, not its interpolant
     initial = {k: float(v[0]) for k, v in _series_at(system, problem.y0[:, None], args).items()}
     crossings = model.phases(params, variant, initial, thresholds)
-    phases = {c.name: _crossing_time(system, run, args, c) for c in crossings}
+    # A run that stopped is searched up to its stop: a step past it may lie outside the
+    # domain, where the observables are undefined.
+    searched = int(np.searchsorted(run.steps, t_end, side="right"))
+    phases = {c.name: _crossing_time(system, run, args, c, searched) for c in crossings}
     phases = {k: v if v <= t_end else math.nan for k, v in phases.items()}
     stats = SolverStats(solver.method, solver.rtol, solver.atol, nfev=run.nfev, njev=run.njev,
                         nlu=run.nlu, steps=len(run.steps) - 1)
@@ -461,15 +467,17 @@ def _evaluator(system: CompiledSystem, args, quantity: str):
                          f"allowed: {', '.join(allowed)}")
 
 
-def _crossing_time(system: CompiledSystem, run: _Run, args, crossing: Crossing) -> float:
-    """First time ``crossing.quantity`` reaches ``crossing.level`` (NaN if it never does)."""
+def _crossing_time(system: CompiledSystem, run: _Run, args, crossing: Crossing,
+                   searched: int | None = None) -> float:
+    """First time ``crossing.quantity`` reaches ``crossing.level`` within the first
+    ``searched`` steps (default: all; NaN if it never does)."""
     value = _evaluator(system, args, crossing.quantity)
     sign, level = crossing.direction, crossing.level
 
     def g(v) -> float:
         return sign * (value(v) - level)
 
-    steps, y_steps = run.steps, run.y_steps
+    steps, y_steps = run.steps[:searched], run.y_steps[:, :searched]
     if crossing.quantity in system.coordinate_names:  # a whole row at once
         i = first_index(sign * (y_steps[system.coordinate_names.index(crossing.quantity)] - level))
     else:

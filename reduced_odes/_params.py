@@ -44,7 +44,7 @@ class ParameterError(ValueError):
     ...     SolverConfig(rtol=2.0)
     ... except ParameterError as error:
     ...     print(error)
-    rtol=2.0 is outside the open interval (0, 1)
+    rtol=2.0 is outside the interval [1e-13, 0.01]
     """
 
 

@@ -29,8 +29,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from .._compile import CompiledSystem
-from .._io import atomic_write
+from .._compile import CompiledSystem, write_cache_files
 
 __all__ = ["load_twin", "twin_source"]
 
@@ -222,14 +221,21 @@ def _numba_cache_dir(path: Path) -> Path:
 
 
 def _first_compile_notice(system: CompiledSystem, path: Path) -> bool:
-    """One line on stderr when numba has no cached machine code for this twin yet; whether
-    it has none."""
+    """Whether numba has no cached machine code for this twin yet; if so, one line says so
+    on stderr when it is a terminal (someone is waiting for the compile).  Read by a program,
+    stderr carries only warnings and errors: a failure's exit-2 line stays the one line,
+    even when the retry on this backend compiles first."""
     cache = _numba_cache_dir(path)
     if any(cache.glob(f"{path.stem}.*.nbi")):
         return False
-    print(f"reduced-odes: compiling the native integrator for model {system.model!r} "
-          f"({system.variant}) with numba, once; cached in {cache}", file=sys.stderr)
+    if _interactive():
+        print(f"reduced-odes: compiling the native integrator for model {system.model!r} "
+              f"({system.variant}) with numba, once; cached in {cache}", file=sys.stderr)
     return True
+
+
+def _interactive() -> bool:
+    return sys.stderr.isatty()
 
 
 def import_twin(path: Path, name: str) -> ModuleType:
@@ -286,7 +292,8 @@ def load_twin(system: CompiledSystem, rule=None) -> ModuleType:
     body, key = twin_source(system, rule)
     path = system.path.parent / f"native-{key}.py"
     if not path.exists() or path.read_text(encoding="utf-8") != body:
-        atomic_write(path, body)
+        # Through the cache's writer: on a full disk the twin goes to the temporary cache.
+        path = write_cache_files(path.parent, {path.name: body}) / path.name
     first = _first_compile_notice(system, path)
     name = f"_reduced_odes_native_{key}"
     module = import_twin(path, name)

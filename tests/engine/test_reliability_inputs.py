@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reduced_odes import ParameterError, solve
+from reduced_odes import ParameterError, SolverConfig, solve
 from reduced_odes._sweep import (
     ResultsFileError,
     read_results,
@@ -178,8 +178,9 @@ def test_no_writable_cache_falls_back_with_one_warning(tmp_path):
                             env={**clean, "PYTHONPATH": str(ROOT), **env})
     assert result.returncode == 0, result.stderr
     assert "REDUCED_ODES_CACHE" in _one_line(result.stderr)
-    reference = solve(ModelParams(L=50)).phases
-    assert json.loads(result.stdout)["phases"] == reference  # the result is unchanged
+    # The result is unchanged: the solve command's, cross-checked as it is by default.
+    reference = solve(ModelParams(L=50), solver=SolverConfig(cross_check=True)).phases
+    assert json.loads(result.stdout)["phases"] == reference
 
 
 def test_solve_json_into_a_closed_pipe_is_quiet():
