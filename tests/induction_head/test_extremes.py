@@ -455,6 +455,8 @@ def test_trajectory_reaching_the_boundary_stops_with_a_diagnostic(closure, metho
 
     stub = dataclasses.replace(real, rhs=drift, jac=no_jacobian)
     monkeypatch.setattr(_integrate, "load_system", lambda model, variant, **_: stub)
+    # No retry on the native backend: its twin is compiled from the real system, not the stub.
+    monkeypatch.setattr("reduced_odes._params.native_available", lambda: False)
     edge, start = EDGE[closure], 0.35 if closure == "linear" else 0.5
     with pytest.raises(DomainError) as info:
         solve(ModelParams(wstar=0.3), closure, SolverConfig(method=method),
