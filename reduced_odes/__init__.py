@@ -45,6 +45,7 @@ _LAZY = {
     **dict.fromkeys(("SweepReport", "expand_grid", "load_grid", "read_results", "run_sweep"),
                     "_sweep"),
     **dict.fromkeys(("solve_setting",), "_sweep_command"),
+    **dict.fromkeys(("Setting",), "_setting"),
     **dict.fromkeys(("Claim", "VerifyReport", "verify"), "_verify"),
     **dict.fromkeys(("versions",), "_provenance"),
 }

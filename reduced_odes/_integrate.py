@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from . import _params
 from ._backend import resolve
 from ._compile import CompiledSystem, load_system
 from ._contract import Crossing, Model, SettledRule
@@ -47,7 +48,7 @@ from ._driver import Problem, _Run
 from ._ivp import _ivp_run
 from ._lsoda import _FastPathUnavailable, _lsoda_run
 from ._params import ParameterError, Parameters, SolverConfig, _number
-from ._registry import get_model, model_for
+from ._setting import Setting
 from ._trajectory import (
     DomainError,
     SolverStats,
@@ -119,26 +120,16 @@ def _initial_state(model: Model, params, variant: str, initial, system: Compiled
     return y0
 
 
-def _checked(model: Model, params, solver, thresholds) -> None:
-    if not isinstance(params, model.Params):
-        raise ParameterError(f"params={params!r} must be a {model.Params.__name__}")
-    if not isinstance(solver, SolverConfig):
-        raise ParameterError(f"solver={solver!r} must be a SolverConfig")
-    if thresholds is not None and (model.Thresholds is None
-                                   or not isinstance(thresholds, model.Thresholds)):
-        expected = model.Thresholds.__name__ if model.Thresholds else "None"
-        raise ParameterError(f"thresholds={thresholds!r} must be a {expected}")
-
-
-def solve(params: Parameters, variant: str | None = None, solver: SolverConfig | None = None,
-          thresholds: Parameters | None = None, *, initial=None,
-          model: Model | str | None = None) -> Trajectory:
+def solve(params: Parameters | Setting, variant: str | None = None,
+          solver: SolverConfig | None = None, thresholds: Parameters | None = None, *,
+          initial=None, model: Model | str | None = None) -> Trajectory:
     """Integrate a model's reduced gradient flow from initialisation until it settles.
 
     Parameters
     ----------
-    params : Parameters
-        The model's parameters (an instance of ``model.Params``).
+    params : Parameters or Setting
+        The model's parameters (an instance of ``model.Params``), or a whole
+        :class:`~reduced_odes.Setting` (then the other arguments are not given).
     variant : str, optional
         One of ``model.variants`` (the induction head's closures, ...); default the first.
     solver : SolverConfig, optional
@@ -184,23 +175,27 @@ def solve(params: Parameters, variant: str | None = None, solver: SolverConfig |
     >>> abs(traj.phases["T_half"] / (math.log(1 / 1e-6 - 1) / 2) - 1) < 1e-8
     True
     """
-    model = model_for(params) if model is None else get_model(model)
-    solver = solver or SolverConfig()
-    _checked(model, params, solver, thresholds)
-    backend = resolve(solver.backend)
-    if backend != solver.backend:  # ``replace`` validates every field again
-        solver = dataclasses.replace(solver, backend=backend)
-    variant = model.resolve_variant(variant)
-    model.check(params, variant)
-    setting = (model, params, variant, thresholds, initial)
+    if isinstance(params, Setting):
+        given = {"variant": variant, "solver": solver, "thresholds": thresholds,
+                 "initial": initial, "model": model}
+        if extra := sorted(k for k, v in given.items() if v is not None):
+            raise ParameterError(f"solve(setting, ...) takes no {', '.join(extra)}: they are "
+                                 f"the setting's (Setting.replace changes them)")
+        setting = params
+    else:
+        setting = Setting.of(params, variant, solver, thresholds, initial=initial, model=model)
+    backend = resolve(setting.solver.backend)
+    if backend != setting.solver.backend:  # ``replace`` validates every field again
+        setting = setting.replace(solver=dataclasses.replace(setting.solver, backend=backend))
     try:
-        result = _solve_on(setting, solver)
+        result = _solve_on(setting)
     except DomainError as first:
-        other = _other_backend(solver.backend)
+        other = _other_backend(setting.solver.backend)
         if other is None:
             raise
-        result = _retried(setting, dataclasses.replace(solver, backend=other), first)
-    if solver.cross_check:
+        result = _retried(setting.replace(solver=dataclasses.replace(setting.solver,
+                                                                     backend=other)), first)
+    if setting.solver.cross_check:
         result = cross_checked(result, setting)
     return result
 
@@ -209,17 +204,16 @@ def _other_backend(backend: str) -> str | None:
     """The backend a failed run is retried on: the other one, if it is installed."""
     if backend == "numba":
         return "python"
-    from ._params import native_available
-
-    return "numba" if native_available() else None
+    return "numba" if _params.native_available() else None  # read there: tests patch it
 
 
-def _retried(setting: tuple, solver: SolverConfig, first: DomainError) -> Trajectory:
-    """The run on the other backend (``solver``'s) after ``first`` failed; if it fails too,
-    the error of the two, carrying the partial run that went further."""
+def _retried(setting: Setting, first: DomainError) -> Trajectory:
+    """The run on the other backend (``setting.solver``'s) after ``first`` failed; if it
+    fails too, the error of the two, carrying the partial run that went further."""
+    solver = setting.solver
     failed = "numba" if solver.backend == "python" else "python"
     try:
-        result = _solve_on(setting, solver)
+        result = _solve_on(setting)
     except DomainError as second:
         kept = max((first, second), key=lambda e: -math.inf if e.trajectory is None
                    else float(e.trajectory.t[-1]))
@@ -233,9 +227,11 @@ def _retried(setting: tuple, solver: SolverConfig, first: DomainError) -> Trajec
     return dataclasses.replace(result, fallback_reason=f"backend {failed}: {first}")
 
 
-def _solve_on(setting: tuple, solver: SolverConfig) -> Trajectory:
-    """One run on ``solver.backend``; a :class:`DomainError` carries the partial run."""
-    model, params, variant, thresholds, initial = setting
+def _solve_on(setting: Setting) -> Trajectory:
+    """One run on ``setting.solver.backend``; a :class:`DomainError` carries the partial run."""
+    model, params, variant, solver = setting.model, setting.params, setting.variant, \
+        setting.solver
+    thresholds, initial = setting.thresholds, setting.initial
     if model.supports("integrate"):
         staged = model.integrate(params, variant, solver, thresholds, initial)
         if staged is not None:
@@ -329,7 +325,7 @@ ILL_CONDITIONED = 30
 _CHECK_RTOL_MIN = 1e-13
 
 
-def cross_checked(result: Trajectory, setting: tuple) -> Trajectory:
+def cross_checked(result: Trajectory, setting: Setting) -> Trajectory:
     """``result`` with its phase times taken from a second solve at a hundredth of the
     tolerances, on the backend that produced it, each with an error estimate (its distance
     from ``result``'s time: the first run's error, and a wide bound on the second's), and
@@ -351,14 +347,13 @@ def cross_checked(result: Trajectory, setting: tuple) -> Trajectory:
     >>> abs(traj.phases["T_half"] / exact - 1) < 1e-10
     True
     """
-    model, params, variant, thresholds, initial = setting
-    solver = result.solver
+    solver = result.solver  # the backend that produced it, after any retry
     rtol = max(solver.rtol * CHECK_FACTOR, _CHECK_RTOL_MIN)
     check = dataclasses.replace(solver, rtol=rtol, atol=solver.atol * CHECK_FACTOR,
                                 cross_check=False, n_output=2)
     limit = max(PHASE_AGREEMENT, ILL_CONDITIONED * solver.rtol)
     try:
-        reference = solve(params, variant, check, thresholds, initial=initial, model=model)
+        reference = solve(setting.replace(solver=check))
     except DomainError as exc:
         reason = f"the check at rtol {rtol:g} failed: {exc}"
         return dataclasses.replace(result, conditioning={

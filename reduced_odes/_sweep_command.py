@@ -22,7 +22,6 @@ Exit status: 0 when every setting has a result, 1 when some setting failed
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import sys
 from pathlib import Path
@@ -38,27 +37,17 @@ from ._cli_options import (
     writable,
 )
 from ._integrate import solve
-from ._params import ParameterError, SolverConfig, check_keys
+from ._params import ParameterError, SolverConfig
 from ._prepare import prepare
 from ._progress import Progress
 from ._provenance import platform_stamp, source_stamp, versions
 from ._registry import get_model, reference
+from ._setting import Setting, allowed_keys
 from ._sweep import load_grid, run_sweep
 
 __all__ = ["HELP", "add_arguments", "allowed_keys", "run", "solve_setting"]
 
 HELP = "solve every setting of a TOML grid, in parallel, resumably (one JSON line each)"
-
-
-@functools.cache  # read for every setting, by the client and again by its worker
-def _fields(cls) -> tuple[str, ...]:
-    return () if cls is None else tuple(f.name for f in cls.declared())
-
-
-def allowed_keys(model) -> list[str]:
-    """The keys a grid setting of ``model`` may have."""
-    return [*_fields(model.Params), model.variant_option, *SolverConfig.KEYS,
-            *_fields(model.Thresholds)]
 
 
 def add_arguments(parser: argparse.ArgumentParser, model) -> None:
@@ -83,19 +72,6 @@ def add_arguments(parser: argparse.ArgumentParser, model) -> None:
                              "when stderr is not a terminal)")
 
 
-def _split(model, setting: dict[str, Any]):
-    """``(params, variant, solver, thresholds)`` of one setting; ParameterError if invalid."""
-    check_keys("grid key(s)", setting, ["model", *allowed_keys(model)])
-    pick = {name: {k: setting[k] for k in keys if k in setting}
-            for name, keys in (("model", _fields(model.Params)), ("solver", SolverConfig.KEYS),
-                               ("thresholds", _fields(model.Thresholds)))}
-    params = model.Params(**pick["model"])
-    variant = model.resolve_variant(setting.get(model.variant_option))
-    model.check(params, variant)
-    thresholds = model.Thresholds(**pick["thresholds"]) if model.Thresholds else None
-    return params, variant, SolverConfig(**pick["solver"]), thresholds
-
-
 def solve_setting(setting: dict[str, Any]) -> dict[str, Any]:
     """The sweep task: solve one setting of ``setting["model"]``; its ``to_dict()`` document.
 
@@ -110,9 +86,7 @@ def solve_setting(setting: dict[str, Any]) -> dict[str, Any]:
     >>> round(document["phases"]["T_half"], 4), document["solver"]["rtol"]
     (4.7785, 1e-08)
     """
-    model = get_model(setting.get("model", "induction_head"))
-    params, variant, solver, thresholds = _split(model, setting)
-    return solve(params, variant, solver, thresholds, model=model).to_dict()
+    return solve(Setting.from_mapping(setting)).to_dict()
 
 
 def _grid_settings(args: argparse.Namespace, model) -> tuple[list[dict[str, Any]], str]:
@@ -134,7 +108,7 @@ def _grid_settings(args: argparse.Namespace, model) -> tuple[list[dict[str, Any]
     report = Progress("checking grid", len(settings), show=args.progress, quiet=2.0)
     for done, setting in enumerate(settings, 1):
         try:
-            _split(model, setting)
+            Setting.from_mapping(setting, model)
         except ParameterError as exc:
             raise ParameterError(f"{exc} (in grid setting {setting})") from None
         if done % 1000 == 0:
