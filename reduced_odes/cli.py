@@ -5,8 +5,9 @@ or ``package.module:OBJECT``; default ``induction_head``); the model's
 parameters become options of ``solve``, and a command beyond ``solve`` is
 offered only for a model that supplies its hook.
 
-Exit status: 0 success, 1 a verified claim failed, 2 bad input or a
-trajectory that left its model's domain (one line on stderr, no traceback),
+Exit status: 0 success, 1 a verified claim failed, 2 bad input, or a
+trajectory that failed before its first step on both backends (one line on
+stderr, no traceback),
 3 ``solve``: a phase was not reached within the run (``phase_outcomes`` in the
 JSON says why; a run that stopped part-way, e.g. at its domain's edge, keeps and
 prints the phases it reached before), 4 ``reproduce``: the fresh results differ
