@@ -229,22 +229,21 @@ def _retried(setting: Setting, first: DomainError) -> Trajectory:
 
 def _solve_on(setting: Setting) -> Trajectory:
     """One run on ``setting.solver.backend``; a :class:`DomainError` carries the partial run."""
-    model, params, variant, solver = setting.model, setting.params, setting.variant, \
-        setting.solver
-    thresholds, initial = setting.thresholds, setting.initial
+    model, params, variant, solver = (setting.model, setting.params, setting.variant,
+                                      setting.solver)
     if model.supports("integrate"):
-        staged = model.integrate(params, variant, solver, thresholds, initial)
+        staged = model.integrate(params, variant, solver, setting.thresholds, setting.initial)
         if staged is not None:
             return staged
     system = load_system(model, variant, structure=model.structure(params))
     args = tuple(float(a) for a in model.parameter_values(params, variant))
-    y0 = _initial_state(model, params, variant, initial, system, args)
-    label = run_label(model, params, variant, solver)
+    y0 = _initial_state(model, params, variant, setting.initial, system, args)
+    label = run_label(setting)
     problem = Problem(system, args, y0, _LazyRule(model, params, variant, system, args),
                       _horizon(model, params, variant, label), float(model.tail), solver.t_end,
                       solver.method, solver.rtol, solver.atol, label)
     try:
-        return _integrated(model, params, variant, solver, thresholds, problem)
+        return _integrated(setting, problem)
     except DomainError as exc:  # a driver's message without the setting gets it appended
         if label not in str(exc):
             exc.args = (f"{exc}; {label}",)  # the same error: whatever it carries stays
@@ -253,19 +252,20 @@ def _solve_on(setting: Setting) -> Trajectory:
         raise DomainError(f"{label} failed ({type(exc).__name__}: {exc})") from None
 
 
-def run_label(model: Model, params: Parameters, variant: str, solver: SolverConfig) -> str:
+def run_label(setting: Setting) -> str:
     """The setting of a run as its failure messages name it: model, variant, every
     parameter and the solver.
 
     Examples
     --------
     >>> from reduced_odes.models.deep_linear import MODEL, DeepLinearParams
-    >>> run_label(MODEL, DeepLinearParams(s=2), "default", SolverConfig())
+    >>> run_label(Setting(MODEL, DeepLinearParams(s=2), "default"))
     "model 'deep_linear' (variant 'default'; s=2.0, sigma=0.001; LSODA rtol=1e-10, atol=1e-12)"
     """
+    model, params, solver = setting.model, setting.params, setting.solver
     values = ", ".join(f"{f.name}={getattr(params, f.name)!r}" for f in params.declared())
     stepper = "native BDF" if solver.backend == "numba" else solver.method  # numba: BDF only
-    return (f"model {model.name!r} ({model.variant_option} {variant!r}; {values}; "
+    return (f"model {model.name!r} ({model.variant_option} {setting.variant!r}; {values}; "
             f"{stepper} rtol={solver.rtol!r}, atol={solver.atol!r})")
 
 
@@ -279,15 +279,15 @@ def _horizon(model: Model, params: Parameters, variant: str, label: str) -> floa
     return horizon
 
 
-def _integrated(model, params, variant, solver, thresholds, problem: Problem) -> Trajectory:
-    """The trajectory of ``problem`` on the solver's backend."""
-    if solver.backend == "numba":
+def _integrated(setting: Setting, problem: Problem) -> Trajectory:
+    """The trajectory of ``problem`` (``setting``'s) on the setting's backend."""
+    if setting.solver.backend == "numba":
         from ._native import solve_native  # the [fast] extra loads only for a run asking it
 
-        return solve_native(model, params, variant, solver, thresholds, problem)
+        return solve_native(setting, problem)
     try:
         run = None
-        if solver.method == "LSODA":
+        if setting.solver.method == "LSODA":
             try:
                 run = _lsoda_run(problem)
             except _FastPathUnavailable:
@@ -297,12 +297,11 @@ def _integrated(model, params, variant, solver, thresholds, problem: Problem) ->
     except DomainError as exc:
         if exc.run is not None and exc.t_stop > 0:
             try:
-                exc.trajectory = _assemble(model, params, variant, solver, thresholds,
-                                           problem, exc.run, (exc.t_stop, str(exc)))
+                exc.trajectory = _assemble(setting, problem, exc.run, (exc.t_stop, str(exc)))
             except (ValueError, ArithmeticError):  # what it found cannot be read back: the
                 pass  # failure is reported as it is, without a partial trajectory
         raise
-    return _assemble(model, params, variant, solver, thresholds, problem, run)
+    return _assemble(setting, problem, run)
 
 
 #: Relative difference of phase times the two backends are held to where both succeed, and the
@@ -423,11 +422,11 @@ def _stop_rule(rule):
     return rule if takes_time else (lambda t, y: rule(y))
 
 
-def _assemble(model, params, variant, solver, thresholds, problem: Problem, run: _Run,
+def _assemble(setting: Setting, problem: Problem, run: _Run,
               stop: tuple[float, str] | None = None) -> Trajectory:
     """The trajectory of ``run``; ``stop``: ``(t_stop, why)`` of a run that stopped early,
     which ends there (a phase crossed after ``t_stop``, in the last step, is not the run's)."""
-    system, args = problem.system, problem.args
+    system, args, solver = problem.system, problem.args, setting.solver
     t_end = float(run.steps[-1]) if stop is None else stop[0]
     t = output_times(t_end, solver.n_output)
     y = run.dense(t)
@@ -435,7 +434,8 @@ def _assemble(model, params, variant, solver, thresholds, problem: Problem, run:
     if stop is None or t_end == run.steps[-1]:
         y[:, -1] = run.y_steps[:, -1]  # the last step exactly, not its interpolant
     initial = {k: float(v[0]) for k, v in _series_at(system, problem.y0[:, None], args).items()}
-    crossings = model.phases(params, variant, initial, thresholds)
+    crossings = setting.model.phases(setting.params, setting.variant, initial,
+                                     setting.thresholds)
     # A run that stopped is searched up to its stop: a step past it may lie outside the
     # domain, where the observables are undefined.
     searched = int(np.searchsorted(run.steps, t_end, side="right"))
@@ -443,9 +443,8 @@ def _assemble(model, params, variant, solver, thresholds, problem: Problem, run:
     phases = {k: v if v <= t_end else math.nan for k, v in phases.items()}
     stats = SolverStats(solver.method, solver.rtol, solver.atol, nfev=run.nfev, njev=run.njev,
                         nlu=run.nlu, steps=len(run.steps) - 1)
-    return trajectory(model, (params, variant, solver, thresholds), problem, t,
-                      _series_at(system, y, args), (crossings, phases), stats, run.dense,
-                      None if stop is None else stop[1])
+    return trajectory(setting, problem, t, _series_at(system, y, args), (crossings, phases),
+                      stats, run.dense, None if stop is None else stop[1])
 
 
 def _evaluator(system: CompiledSystem, args, quantity: str):

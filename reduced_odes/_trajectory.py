@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from ._compile import CompiledSystem
-from ._contract import Crossing, Model
+from ._contract import Crossing
 from ._params import Parameters, SolverConfig
 from ._provenance import versions
+from ._setting import Setting
 
 __all__ = ["DomainError", "SolverStats", "Trajectory", "output_times", "trajectory"]
 
@@ -182,7 +183,6 @@ class Trajectory:
             document["thresholds"] = self.thresholds.as_dict()
         return document
 
-
     def _outcome(self, phase: str) -> dict:
         """``solve --json``'s ``phase_outcomes[phase]``: reached (or why not), and with a
         cross-check whether it is ill-conditioned, its estimated relative error and why."""
@@ -237,15 +237,15 @@ def output_times(t_end: float, n_output: int) -> np.ndarray:
     return grid
 
 
-def trajectory(model: Model, setting: tuple, problem, t: np.ndarray,
-               series: dict[str, np.ndarray], crossed: tuple, stats: SolverStats,
-               dense, stopped: str | None = None) -> Trajectory:
-    """A finished run as a :class:`Trajectory` (either backend's): ``setting`` is
-    ``(params, variant, solver, thresholds)`` and ``crossed`` the crossings with their
-    times; the phases not reached get their reason, and losses their round-off clipped.
+def trajectory(setting: Setting, problem, t: np.ndarray, series: dict[str, np.ndarray],
+               crossed: tuple, stats: SolverStats, dense,
+               stopped: str | None = None) -> Trajectory:
+    """A finished run of ``setting`` as a :class:`Trajectory` (either backend's):
+    ``crossed`` is the crossings with their times; the phases not reached get their
+    reason, and losses their round-off clipped.
     ``problem`` is the run's :class:`~reduced_odes._driver.Problem` (system, parameter values);
     ``stopped``: why a partial run stopped at ``t[-1]`` (the reason of its later phases)."""
-    params, variant, solver, thresholds = setting
+    model, variant = setting.model, setting.variant
     crossings, phases = crossed
     unreached = {c.name: _why_not_reached(c, series, float(t[-1]), stopped) for c in crossings
                  if not math.isfinite(phases[c.name])}
@@ -253,9 +253,9 @@ def trajectory(model: Model, setting: tuple, problem, t: np.ndarray,
         # A loss is a sum of O(1) terms of both signs; near its minimum they cancel to
         # round-off (|error| ~ 1e-16), which can show as a tiny negative value.
         series[name] = np.maximum(series[name], 0.0)
-    return Trajectory(model.name, variant, model.variant_option, params, solver, thresholds, t,
-                      series, phases, stats, dense, problem.system, unreached, problem.args,
-                      stopped)
+    return Trajectory(model.name, variant, model.variant_option, setting.params, setting.solver,
+                      setting.thresholds, t, series, phases, stats, dense, problem.system,
+                      unreached, problem.args, stopped)
 
 
 def _why_not_reached(crossing: Crossing, series: dict, t_end: float,

@@ -23,11 +23,11 @@ from ._solve import solve_native as _run
 __all__ = ["solve_native"]
 
 
-def solve_native(model, params, variant, solver, thresholds, problem):
+def solve_native(setting, problem):
     """Integrate ``problem`` natively; the same :class:`~reduced_odes.Trajectory` as ``solve``.
 
-    Called by :func:`reduced_odes.solve` for ``backend="numba"``; the arguments
-    are those ``solve`` has checked and built.
+    Called by :func:`reduced_odes.solve` for ``backend="numba"``: ``setting`` is the
+    :class:`~reduced_odes.Setting` it has checked, ``problem`` what it built from it.
 
     Examples
     --------
@@ -35,5 +35,5 @@ def solve_native(model, params, variant, solver, thresholds, problem):
     >>> from reduced_odes.models.deep_linear import DeepLinearParams
     >>> traj = solve(DeepLinearParams(), solver=SolverConfig(backend="numba"))  # doctest: +SKIP
     """
-    return _run(model, params, variant, solver, thresholds, problem)
+    return _run(setting, problem)
 

@@ -462,10 +462,10 @@ def _named_series(system, y: np.ndarray, states: np.ndarray,
     return series
 
 
-def solve_native(model, params, variant, solver, thresholds, problem: Problem) -> Trajectory:
+def solve_native(setting, problem: Problem) -> Trajectory:
     """See :func:`reduced_odes._native.solve_native`."""
     problem = dataclasses.replace(problem, rtol=problem.rtol * TIGHTER, atol=problem.atol * TIGHTER)
-    twin, constants = _twin_for(model, params, variant, problem)
+    twin, constants = _twin_for(setting.model, setting.params, setting.variant, problem)
     legs, rule = _legs(twin, problem, constants), _Rule(twin, problem, constants)
     try:
         if not problem.system.blocks:  # one block, even in log time, is a leg of blocks
@@ -478,18 +478,17 @@ def solve_native(model, params, variant, solver, thresholds, problem: Problem) -
         t_stop = min(float(leg.times()[-1]) for leg in legs) if exc.t_stop is None \
             else exc.t_stop
         if t_stop > 0:
-            exc.trajectory = _finished(model, (params, variant, solver, thresholds), problem,
-                                       (twin, legs, _Merged(legs)), t_stop, str(exc))
+            exc.trajectory = _finished(setting, problem, (twin, legs, _Merged(legs)), t_stop,
+                                       str(exc))
         raise
-    return _finished(model, (params, variant, solver, thresholds), problem, (twin, legs, merged),
-                     t_end)
+    return _finished(setting, problem, (twin, legs, merged), t_end)
 
 
-def _finished(model, setting: tuple, problem: Problem, run: tuple, t_end: float,
+def _finished(setting, problem: Problem, run: tuple, t_end: float,
               stop: str | None = None) -> Trajectory:
     """The trajectory of the legs' run up to ``t_end`` (``run``: the twin, the legs and their
     merged record); ``stop``: why a partial run stopped there."""
-    params, variant, solver, thresholds = setting
+    solver = setting.solver
     twin, legs, merged = run
     system, args = problem.system, legs[0].args
     t = output_times(t_end, solver.n_output)
@@ -498,7 +497,8 @@ def _finished(model, setting: tuple, problem: Problem, run: tuple, t_end: float,
     values = np.empty((t.size, twin.N_SERIES))
     initial = {k: float(v[0]) for k, v in _series_at(system, problem.y0[:, None],
                                                        problem.args).items()}
-    crossings = model.phases(params, variant, initial, thresholds)
+    crossings = setting.model.phases(setting.params, setting.variant, initial,
+                                     setting.thresholds)
     times = np.empty(len(crossings))
     twin.outputs(t, args, merged.steps, merged.y_steps, *merged.record, y, states, values,
                  *_crossing_arrays(system, crossings), times)
@@ -510,5 +510,5 @@ def _finished(model, setting: tuple, problem: Problem, run: tuple, t_end: float,
     nfev, njev, nlu = (int(v) for v in sum(leg.stats for leg in legs))
     stats = SolverStats("BDF (native)", solver.rtol, solver.atol, nfev=nfev, njev=njev, nlu=nlu,
                         steps=sum(int(np.searchsorted(leg.times(), t_end)) for leg in legs))
-    return trajectory(model, setting, problem, t, series, (crossings, phases), stats,
-                      merged.dense(), stop)
+    return trajectory(setting, problem, t, series, (crossings, phases), stats, merged.dense(),
+                      stop)
