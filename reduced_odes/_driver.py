@@ -14,6 +14,11 @@ from ._trajectory import DomainError
 
 #: Largest horizon tried before giving up (far beyond any model's plateau).
 _T_MAX = 1e18
+#: Step budget of every stepper.  A run to phase IV takes 1e3 to 5e3 steps (L up to 1e7,
+#: sigma down to 1e-300); only a state pressed against the domain boundary, where the flow
+#: is singularly stiff, or an ``atol`` below what the flow can be evaluated to near its
+#: settled state (the steps then shrink without failing), needs more.
+_MAX_STEPS = 100_000
 #: Exceptions that evaluating the compiled flow outside its domain can raise
 #: (``math.sqrt`` of a negative number, a complex power converted to float, ...).
 _EVALUATION_ERRORS = (ValueError, TypeError, OverflowError, ZeroDivisionError)
@@ -44,21 +49,25 @@ class Problem:
         return f"condition {self.system.domain_labels[worst]} fails (margin {margins[worst]:.3g})"
 
     def state_text(self, y) -> str:
-        """``(name, ...) = (value, ...)`` of the state variables at coordinates ``y``."""
-        names = ", ".join(self.system.state_names)
-        values = ", ".join(f"{v:.6g}" for v in self.system.state(y, *self.args))
-        return f"({names}) = ({values})"
+        """``(name, ...) = (value, ...)`` of the state variables at coordinates ``y``; of the
+        coordinates themselves where a state variable cannot be computed from them (a log
+        coordinate whose exponential overflows, reported after a failed run)."""
+        try:
+            names, values = self.system.state_names, self.system.state(y, *self.args)
+        except (ValueError, ArithmeticError):
+            names, values = self.system.coordinate_names, y
+        return f"({', '.join(names)}) = ({', '.join(f'{v:.6g}' for v in values)})"
 
     def describe(self, y) -> str:
         """The state and its nearest domain condition, for diagnostics."""
         if not np.all(np.isfinite(y)):
-            return f"state {[float(v) for v in y]}"
+            return f"state {[float(v) for v in y]}; {self.label}"
         text = f"state {self.state_text(y)}"
         if self.system.domain_labels:
-            margins = self.margins(y)
-            worst = int(np.argmin(margins))
-            text += (f"; nearest domain condition {self.system.domain_labels[worst]} "
-                     f"(margin {margins[worst]:.3g})")
+            try:
+                text += f"; nearest domain {self.violated(y).replace(' fails', '')}"
+            except (ValueError, ArithmeticError):  # the margins overflow there too
+                pass
         return f"{text}; {self.label}"
 
     def edge_error(self, t: float, y) -> DomainError:

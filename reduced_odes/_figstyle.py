@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -289,6 +290,26 @@ def save_figure(fig, path_stem: str | Path, formats: Sequence[str] = FORMATS) ->
     return paths
 
 
+def save_each_format(draw: Callable[[], Any], path_stem: str | Path,
+                     formats: Sequence[str] = FORMATS) -> list[Path]:
+    """:func:`save_figure` of a freshly drawn figure (``draw()``) per format: a layout
+    settled by one renderer shifts the next one's clip rectangles by ~1e-10 pt, so a
+    format's bytes would otherwise depend on the formats drawn before it (``figures
+    --format pdf`` against ``png,pdf``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> def draw():
+    ...     fig, (ax,) = new_figure(1.5, 1)
+    ...     ax.plot([1, 2], [3, 4])
+    ...     return fig
+    >>> [p.name for p in save_each_format(draw, f"{tempfile.mkdtemp()}/line", ["png", "pdf"])]
+    ['line.png', 'line.pdf']
+    """
+    return [path for fmt in formats for path in save_figure(draw(), path_stem, [fmt])]
+
+
 def draw_from_data(figures: Mapping, out: str | Path, data: str | Path,
                    formats: Sequence[str], model: str,
                    compute_missing=None) -> list[Path]:
@@ -296,9 +317,7 @@ def draw_from_data(figures: Mapping, out: str | Path, data: str | Path,
     ``(plot, data file, subject)``; ``plot(document) -> Figure``.
 
     Missing data files are computed first by ``compute_missing(data, names)``.
-    Each format gets a freshly drawn figure: a layout settled by one renderer
-    shifts the next by ~1e-5 pt, so a format's bytes would otherwise depend on
-    the formats drawn before it.
+    Each format gets a freshly drawn figure (:func:`save_each_format`).
 
     Examples
     --------
@@ -327,8 +346,11 @@ def draw_from_data(figures: Mapping, out: str | Path, data: str | Path,
     written = []
     for name, (plot, source, subject) in figures.items():
         document = read_json(data / source)
-        for fmt in formats:
+
+        def draw(plot=plot, document=document, name=name, subject=subject, source=source):
             fig = plot(document)
             stamp(fig, name, subject=subject, keywords=[f"model={model}"], data=[source])
-            written += save_figure(fig, out / name, [fmt])
+            return fig
+
+        written += save_each_format(draw, out / name, formats)
     return written

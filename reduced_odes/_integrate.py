@@ -1,6 +1,6 @@
 """The one verb: integrate a model's reduced flow from t = 0 until its state settles.
 
-Two drivers produce the same trajectory, one module each (the problem they
+Two pure-Python drivers produce the same trajectory, one module each (the problem they
 share, guards and diagnostics are in ``_driver``, the result objects in
 ``_trajectory``):
 
@@ -16,15 +16,23 @@ share, guards and diagnostics are in ``_driver``, the result objects in
 
 With ``SolverConfig(backend="numba")`` (the ``[fast]`` extra) the whole run is
 native instead: :mod:`reduced_odes._native`, SciPy's BDF ported to numba on a
-machine-generated twin of the compiled system, with the same stop rule,
-crossings and output grid (``tests/engine/test_native.py`` holds the two together).
+machine-generated twin of the compiled system, stepping at a tenth of the
+tolerances, with the same stop rule, crossings and output grid
+(``tests/engine/test_native.py`` holds the two together).
 
 Evaluations outside the model's domain (trial states of a large step) return
 NaN to the integrator, which then retries a smaller step; should a non-finite
 state be accepted anyway, the direct driver restarts from its last accepted
 step.  No NaN reaches a trajectory: a run either stays finite and inside the
-domain, or stops with a :class:`DomainError` naming the time, state and
-violated (or nearest) domain condition.
+domain, or stops with a :class:`DomainError` naming the time, state, violated
+(or nearest) domain condition and the whole setting.
+
+The two backends are one contract (:func:`solve`): a run that fails on one is
+retried on the other, and the trajectory says so; a run that stops part-way
+keeps the phases it reached (``DomainError.trajectory``); with
+``SolverConfig(cross_check=True)`` the phase times come from a second run at a
+hundredth of the tolerances, each with an error estimate, and the
+ill-conditioned ones are marked (:func:`cross_checked`).
 
 Phase times are first crossings (the model's :class:`~reduced_odes.Crossing`
 definitions), bracketed by the accepted steps and refined by ``brentq`` on the
@@ -186,15 +194,16 @@ def solve(params: Parameters | Setting, variant: str | None = None,
         setting = Setting.of(params, variant, solver, thresholds, initial=initial, model=model)
     backend = resolve(setting.solver.backend)
     if backend != setting.solver.backend:  # ``replace`` validates every field again
-        setting = setting.replace(solver=dataclasses.replace(setting.solver, backend=backend))
+        setting = setting.with_solver(dataclasses.replace(setting.solver, backend=backend))
     try:
         result = _solve_on(setting)
     except DomainError as first:
         other = _other_backend(setting.solver.backend)
         if other is None:
             raise
-        result = _retried(setting.replace(solver=dataclasses.replace(setting.solver,
-                                                                     backend=other)), first)
+        result = _retried(setting.with_solver(dataclasses.replace(setting.solver,
+                                                                  backend=other)),
+                          setting.solver.backend, first)
     if setting.solver.cross_check:
         result = cross_checked(result, setting)
     return result
@@ -207,11 +216,11 @@ def _other_backend(backend: str) -> str | None:
     return "numba" if _params.native_available() else None  # read there: tests patch it
 
 
-def _retried(setting: Setting, first: DomainError) -> Trajectory:
-    """The run on the other backend (``setting.solver``'s) after ``first`` failed; if it
-    fails too, the error of the two, carrying the partial run that went further."""
+def _retried(setting: Setting, failed: str, first: DomainError) -> Trajectory:
+    """The run on the other backend (``setting.solver``'s) after ``first`` failed on
+    ``failed``; if it fails too, the error of the two, carrying the partial run that went
+    further."""
     solver = setting.solver
-    failed = "numba" if solver.backend == "python" else "python"
     try:
         result = _solve_on(setting)
     except DomainError as second:
@@ -232,7 +241,10 @@ def _solve_on(setting: Setting) -> Trajectory:
     model, params, variant, solver = (setting.model, setting.params, setting.variant,
                                       setting.solver)
     if model.supports("integrate"):
-        staged = model.integrate(params, variant, solver, setting.thresholds, setting.initial)
+        # Its stages are solves of their own: cross-checked, a stage's tighter time would
+        # set the next stage's start; only the protocol as a whole is cross-checked (above).
+        plain = dataclasses.replace(solver, cross_check=False) if solver.cross_check else solver
+        staged = model.integrate(params, variant, plain, setting.thresholds, setting.initial)
         if staged is not None:
             return staged
     system = load_system(model, variant, structure=model.structure(params))
@@ -244,11 +256,7 @@ def _solve_on(setting: Setting) -> Trajectory:
                       solver.method, solver.rtol, solver.atol, label)
     try:
         return _integrated(setting, problem)
-    except DomainError as exc:  # a driver's message without the setting gets it appended
-        if label not in str(exc):
-            exc.args = (f"{exc}; {label}",)  # the same error: whatever it carries stays
-        raise
-    except ArithmeticError as exc:  # last guard: an overflow while reporting a failed run
+    except ArithmeticError as exc:  # last guard: no traceback, even from an engine defect
         raise DomainError(f"{label} failed ({type(exc).__name__}: {exc})") from None
 
 
@@ -304,8 +312,8 @@ def _integrated(setting: Setting, problem: Problem) -> Trajectory:
     return _assemble(setting, problem, run)
 
 
-#: Relative difference of phase times the two backends are held to where both succeed, and the
-#: least error estimate a cross-check marks as ill-conditioned.
+#: Relative difference of phase times the two backends are held to where both succeed,
+#: cross-checked; no error estimate up to it marks a phase ill-conditioned.
 PHASE_AGREEMENT = 1e-9
 #: The cross-check solves again at this fraction of the tolerances (tolerance proportionality:
 #: its error is about a hundredth of the first run's, so the difference estimates the first
@@ -320,8 +328,10 @@ CHECK_FACTOR = 0.01
 #: integrator's local errors (a quantity grazing its level, an unstable direction, a slow
 #: approach, a start far below ``atol``) rather than showing its accuracy.
 ILL_CONDITIONED = 30
-#: The tightest tolerance a cross-check asks for: near it LSODA and BDF no longer gain accuracy.
-_CHECK_RTOL_MIN = 1e-13
+#: A check at less than this factor below the requested ``rtol`` (asked for ``rtol`` under
+#: 1e-12: the check cannot go below ``SolverConfig``'s least ``rtol``, 1e-13) estimates no
+#: error: the phases are then reported unchecked, saying so.
+_CHECK_FACTOR_LEAST = 0.1
 
 
 def cross_checked(result: Trajectory, setting: Setting) -> Trajectory:
@@ -347,12 +357,18 @@ def cross_checked(result: Trajectory, setting: Setting) -> Trajectory:
     True
     """
     solver = result.solver  # the backend that produced it, after any retry
-    rtol = max(solver.rtol * CHECK_FACTOR, _CHECK_RTOL_MIN)
-    check = dataclasses.replace(solver, rtol=rtol, atol=solver.atol * CHECK_FACTOR,
-                                cross_check=False, n_output=2)
+    rtol, atol = (max(getattr(solver, name) * CHECK_FACTOR, _least(name))
+                  for name in ("rtol", "atol"))
+    if rtol > solver.rtol * _CHECK_FACTOR_LEAST:
+        reason = (f"not cross-checked: at rtol {solver.rtol:g} no tighter run is possible "
+                  f"(rtol >= {_least('rtol'):g})")
+        return dataclasses.replace(result, conditioning={
+            k: {"ill_conditioned": None, "error_estimate": math.nan, "reason": reason}
+            for k in result.phases})
+    check = dataclasses.replace(solver, rtol=rtol, atol=atol, cross_check=False, n_output=2)
     limit = max(PHASE_AGREEMENT, ILL_CONDITIONED * solver.rtol)
-    try:
-        reference = solve(setting.replace(solver=check))
+    try:  # on the same backend: the check estimates this run's error, not the other's
+        reference = _solve_on(setting.with_solver(check))
     except DomainError as exc:
         reason = f"the check at rtol {rtol:g} failed: {exc}"
         return dataclasses.replace(result, conditioning={
@@ -366,6 +382,11 @@ def cross_checked(result: Trajectory, setting: Setting) -> Trajectory:
     phases = {k: checked[k] if math.isfinite(t) and math.isfinite(checked[k]) else t
               for k, t in result.phases.items()}
     return dataclasses.replace(result, phases=phases, conditioning=conditioning)
+
+
+def _least(name: str) -> float:
+    """The least value :class:`SolverConfig` allows for the tolerance ``name``."""
+    return SolverConfig.__dataclass_fields__[name].metadata["allowed"].lo
 
 
 def _conditioning(time: float, reference: float, rtol: float, limit: float) -> dict:
@@ -440,7 +461,6 @@ def _assemble(setting: Setting, problem: Problem, run: _Run,
     # domain, where the observables are undefined.
     searched = int(np.searchsorted(run.steps, t_end, side="right"))
     phases = {c.name: _crossing_time(system, run, args, c, searched) for c in crossings}
-    phases = {k: v if v <= t_end else math.nan for k, v in phases.items()}
     stats = SolverStats(solver.method, solver.rtol, solver.atol, nfev=run.nfev, njev=run.njev,
                         nlu=run.nlu, steps=len(run.steps) - 1)
     return trajectory(setting, problem, t, _series_at(system, y, args), (crossings, phases),

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from ._driver import _EVALUATION_ERRORS, _T_MAX, Problem, _Run, stopped
+from ._driver import _EVALUATION_ERRORS, _MAX_STEPS, _T_MAX, Problem, _Run, stopped
 from ._trajectory import DomainError
 
 
@@ -16,11 +16,35 @@ def _terminal(fn):
     return fn
 
 
-def _ivp_piece(problem: Problem, y0, t0: float, t1: float, converge: bool):
+class _StepBudget:
+    """A terminal event that ends a run after ``_MAX_STEPS`` steps, LSODA's and the native
+    stepper's budget: ``solve_ivp`` has none, and a tolerance below what the flow resolves
+    shrinks its steps without failing.  ``solve_ivp`` calls an event once at the start of
+    each piece and once at the end of each step; past the budget it turns negative after
+    the last step within it, where its root then lies."""
+
+    terminal = True
+    direction = -1
+
+    def __init__(self) -> None:
+        self.calls, self.t_last, self.t_spent = 0, -np.inf, None
+
+    def __call__(self, t: float, y, *args) -> float:
+        if self.t_spent is None:
+            self.calls += 1
+            if self.calls <= _MAX_STEPS:
+                self.t_last = t
+                return 1.0
+            self.t_spent = self.t_last
+        return self.t_spent - t
+
+
+def _ivp_piece(problem: Problem, y0, t0: float, t1: float, converge: bool,
+               budget: _StepBudget):
     from scipy.integrate import solve_ivp
 
     rhs, jac = problem.guarded()
-    events = []
+    events = [budget]
     if problem.system.domain_labels:
         events.append(_terminal(lambda t, y, *_: min(problem.margins(y))))
     if converge:
@@ -41,21 +65,29 @@ def _ivp_run(problem: Problem) -> _Run:
     t1 = problem.t_end if fixed_end else problem.horizon
     converge = not fixed_end and problem.settled(0.0, y) > 0
     fixed_end = fixed_end or not converge  # started settled: run to the horizon
-    edge = 0 if problem.system.domain_labels else None
-    settle = (1 if edge is not None else 0) if converge else None
+    edge = 1 if problem.system.domain_labels else None
+    settle = (2 if edge is not None else 1) if converge else None
+    budget = _StepBudget()
     while True:
         try:
-            sol = _ivp_piece(problem, y, t0, t1, converge)
+            sol = _ivp_piece(problem, y, t0, t1, converge, budget)
         except DomainError as exc:
             raise stopped(exc, _joined(pieces), t0) from None
         if sol.status == -1:
             pieces.append(sol)
-            raise stopped(DomainError(f"integrator failed at t={sol.t[-1]:g}: {sol.message}"),
+            raise stopped(DomainError(f"integrator failed at t={sol.t[-1]:g}: {sol.message}; "
+                                      f"{problem.label}"),
                           _joined(pieces), float(sol.t[-1]))
         if not np.all(np.isfinite(sol.y)):
-            raise stopped(DomainError(f"non-finite state before t={sol.t[-1]:g}"),
+            raise stopped(DomainError(f"non-finite state before t={sol.t[-1]:g}; "
+                                      f"{problem.label}"),
                           _joined(pieces), t0)
         pieces.append(sol)
+        if sol.t_events[0].size:
+            raise stopped(DomainError(f"{problem.method} stopped at t={sol.t[-1]:.6g}: more "
+                                      f"than {_MAX_STEPS} steps; "
+                                      f"{problem.describe(sol.y[:, -1])}"),
+                          _joined(pieces), float(sol.t[-1]))
         if edge is not None and sol.t_events[edge].size:
             t_edge = float(sol.t_events[edge][0])
             raise stopped(problem.edge_error(t_edge, sol.y_events[edge][0]), _joined(pieces),

@@ -14,13 +14,9 @@ from collections.abc import Callable
 import numpy as np
 
 from ._crossing import root_in_step
-from ._driver import _EVALUATION_ERRORS, _T_MAX, Problem, _Run, stopped
+from ._driver import _EVALUATION_ERRORS, _MAX_STEPS, _T_MAX, Problem, _Run, stopped
 from ._trajectory import DomainError
 
-#: Step budget of the direct LSODA driver.  A run to phase IV takes 1e3 to 5e3
-#: steps (L up to 1e7, sigma down to 1e-300); only a state pressed against the
-#: domain boundary, where the flow is singularly stiff, needs more.
-_MAX_STEPS = 100_000
 #: Restarts of the direct LSODA driver from its last accepted step, after a step
 #: that failed or came out non-finite (trial states outside the domain).
 _MAX_RESTARTS = 8
@@ -146,7 +142,7 @@ def _lsoda_run(problem: Problem) -> _Run:
             if near and not inside:
                 # First entry into the final regime: t_end = (1 + tail) * (the entry time).
                 segment = _nordsieck(ts, records, orders, n).segment(len(ts) - 2)
-                t_conv = root_in_step(lambda s: (s, segment(s)), lambda ty: -settled(*ty),
+                t_conv = root_in_step(lambda s, seg=segment: (s, seg(s)), lambda ty: -settled(*ty),
                                       ts[-2], ts[-1])
                 fixed_end, t_out = True, max(t_conv * (1 + problem.tail), t)
                 rwork[0] = t_out

@@ -23,9 +23,12 @@ from pathlib import Path
 from ._contract import Model
 from ._params import ParameterError, Parameters
 
-__all__ = ["ENTRY_POINT_GROUP", "get_model", "model_for", "reference", "registered_models"]
+__all__ = ["DEFAULT_MODEL", "ENTRY_POINT_GROUP", "get_model", "model_for", "reference",
+           "registered_models"]
 
 ENTRY_POINT_GROUP = "reduced_odes.models"
+#: The model a command (``--model``) or a grid line without a ``model`` key means.
+DEFAULT_MODEL = "induction_head"
 _BUILTIN_PACKAGE = "reduced_odes.models"
 #: Models loaded so far, by reference (name or ``file:OBJECT``).
 _LOADED: dict[str, Model] = {}

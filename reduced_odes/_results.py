@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from ._io import atomic_write, json_safe
 from ._params import ParameterError
@@ -60,14 +61,29 @@ class VerificationError(ValueError):
     """A line that parses but fails a check: its checksum (or, for a results line, its key)."""
 
 
-def _canonical(members: dict) -> bytes:
-    """The one spelling of ``members`` a checksum covers: sorted keys, no spaces, floats by
-    ``repr`` (which round-trips), strict JSON."""
-    return json.dumps(members, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+def _canonical(value: Any) -> bytes:
+    """The one spelling of ``value`` a digest covers: sorted keys, no spaces, floats by
+    ``repr`` (which round-trips), NumPy values as the plain ones they hold."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_tolist).encode()
 
 
-def _checksum(members: dict) -> str:
-    return hashlib.sha256(_canonical(members)).hexdigest()
+def _tolist(value: Any) -> Any:
+    """JSON fallback for NumPy scalars and arrays."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def digest(value: Any) -> str:
+    """The sha256 of ``value``'s canonical JSON: what a results line's checksum and a
+    setting's key are.
+
+    Examples
+    --------
+    >>> digest({"b": 0.1, "a": 1}) == digest({"a": 1, "b": 0.1}) != digest({"a": 1})
+    True
+    """
+    return hashlib.sha256(_canonical(value)).hexdigest()
 
 
 def dumps_checked(record: dict, encoded: dict[str, str] | None = None) -> str:
@@ -92,7 +108,7 @@ def dumps_checked(record: dict, encoded: dict[str, str] | None = None) -> str:
     """
     line = dumps_record(record, encoded)
     members = json.loads(line)  # as a reader sees them: NumPy values and NaN already encoded
-    return f'{line[:-1]}{", " if members else ""}"{CHECK}": "{_checksum(members)}"}}'
+    return f'{line[:-1]}{", " if members else ""}"{CHECK}": "{digest(members)}"}}'
 
 
 def loads_checked(line: str | bytes) -> tuple[dict, bool]:
@@ -107,7 +123,7 @@ def loads_checked(line: str | bytes) -> tuple[dict, bool]:
         return _restored(members), False
     check = members.pop(CHECK)
     try:
-        expected = _checksum(members)
+        expected = digest(members)
     except ValueError:  # a bare NaN or Infinity: not a line this module wrote
         expected = None
     if check != expected:

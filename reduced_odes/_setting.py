@@ -10,6 +10,7 @@ is :func:`~reduced_odes.solve`.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from typing import Any
 
 from ._contract import Model
 from ._params import ParameterError, Parameters, SolverConfig, check_keys
-from ._registry import get_model, model_for, reference
+from ._registry import DEFAULT_MODEL, get_model, model_for, reference
 
 __all__ = ["Setting"]
 
@@ -114,7 +115,7 @@ class Setting:
         reduced_odes._params.ParameterError: unknown grid key(s) ['speed']; allowed: ...
         """
         values = dict(values)
-        model = get_model(model if model is not None else values.get("model", "induction_head"))
+        model = get_model(model if model is not None else values.get("model", DEFAULT_MODEL))
         check_keys("grid key(s)", values, ["model", *allowed_keys(model)])
         pick = {part: {k: values[k] for k in keys if k in values}
                 for part, keys in (("params", _fields(model.Params)),
@@ -136,6 +137,23 @@ class Setting:
         thresholds = self.thresholds.as_dict() if self.thresholds is not None else {}
         return {"model": reference(self.model), **self.params.as_dict(),
                 self.model.variant_option: self.variant, **self.solver.as_dict(), **thresholds}
+
+    def with_solver(self, solver: SolverConfig) -> Setting:
+        """The same setting on ``solver``: only the solver is checked (the model's parameters
+        and variant are unchanged, so their checks, some of which solve for a fixed point,
+        are not run again).
+
+        Examples
+        --------
+        >>> setting = Setting.from_mapping({"model": "deep_linear"})
+        >>> setting.with_solver(SolverConfig(backend="python")).solver.backend
+        'python'
+        """
+        if not isinstance(solver, SolverConfig):
+            raise ParameterError(f"solver={solver!r} must be a SolverConfig")
+        swapped = copy.copy(self)
+        object.__setattr__(swapped, "solver", solver)
+        return swapped
 
     def replace(self, **changes: Any) -> Setting:
         """The same setting with ``changes`` (fields of :class:`Setting`), checked again.

@@ -10,7 +10,6 @@ members) must match, so a line changed after it was written is never reused.
 
 import concurrent.futures as cf
 import contextlib
-import hashlib
 import itertools
 import json
 import math
@@ -25,7 +24,15 @@ from typing import Any
 from ._io import atomic_write, naming
 from ._params import ParameterError, check_keys, warn
 from ._progress import Progress
-from ._results import CHECK, DataFileError, VerificationError, dumps_checked, loads_checked
+from ._results import (
+    CHECK,
+    DataFileError,
+    VerificationError,
+    _tolist,
+    digest,
+    dumps_checked,
+    loads_checked,
+)
 
 __all__ = ["MAX_GRID_DEPTH", "MAX_GRID_SETTINGS", "RESUME_KEYS", "ResultsFileError",
            "SweepReport", "expand_grid", "grid_size", "load_grid", "process_pool",
@@ -38,13 +45,6 @@ Setting = dict[str, Any]
 #: solver settings are computed again rather than mixed in.
 RESUME_KEYS = ("source", "versions", "solver")
 _HEAD = b'{"key": "'  # how every results line starts
-
-
-def _tolist(value: Any) -> Any:
-    """JSON fallback for numpy scalars and arrays."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 #: The most settings a grid file may expand to.  Every setting is held in memory and
@@ -136,7 +136,7 @@ def _distinct(spec: Mapping[str, Any]) -> dict[str, Any]:
     def once(values: list) -> list:
         first: dict[str, Any] = {}
         for value in values:
-            first.setdefault(_digest(_canonical(value)), value)
+            first.setdefault(digest(_numbers_merged(value)), value)
         return list(first.values())
 
     return {k: once(v) if isinstance(v, list) else v for k, v in spec.items()}
@@ -211,39 +211,34 @@ def setting_key(setting: Mapping[str, Any]) -> str:
     >>> setting_key({"L": 200.0}) == setting_key({"L": 200}) != setting_key({"L": True})
     True
     """
-    return _digest(_canonical(dict(setting)))
-
-
-def _digest(value: Any) -> str:
-    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), default=_tolist)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return digest(_numbers_merged(dict(setting)))
 
 
 #: Types whose JSON is their key's as it is (a bool stays a bool: it is not a number).
 _AS_IS = frozenset({str, int, bool, type(None)})
 
 
-def _canonical(value: Any) -> Any:
+def _numbers_merged(value: Any) -> Any:
     """``value`` with every float that equals an integer as that integer, at any depth."""
     kind = type(value)
     if kind in _AS_IS:
         return value
     if kind is dict:  # a setting: its plain values without a call each (a key per setting)
-        return {k: v if type(v) in _AS_IS else _canonical(v) for k, v in value.items()}
+        return {k: v if type(v) in _AS_IS else _numbers_merged(v) for k, v in value.items()}
     if hasattr(value, "tolist") and not isinstance(value, list | tuple | str | float):
         value = value.tolist()  # a NumPy scalar or array
     if isinstance(value, float):
         return int(value) if value.is_integer() else value
     if isinstance(value, dict):
-        return {k: _canonical(v) for k, v in value.items()}
+        return {k: _numbers_merged(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_canonical(v) for v in value]
+        return [_numbers_merged(v) for v in value]
     return value
 
 
 def _legacy_key(setting: Mapping[str, Any]) -> str:
     """The key a line written before :func:`setting_key` merged equal numbers has."""
-    return _digest(dict(setting))
+    return digest(dict(setting))
 
 
 class ResultsFileError(DataFileError):

@@ -45,7 +45,7 @@ from ._registry import get_model, reference
 from ._setting import Setting, allowed_keys
 from ._sweep import load_grid, run_sweep
 
-__all__ = ["HELP", "add_arguments", "allowed_keys", "run", "solve_setting"]
+__all__ = ["HELP", "add_arguments", "run", "solve_setting"]
 
 HELP = "solve every setting of a TOML grid, in parallel, resumably (one JSON line each)"
 
@@ -105,16 +105,21 @@ def _grid_settings(args: argparse.Namespace, model) -> tuple[list[dict[str, Any]
     defaults = {"model": ref, model.variant_option: args.variant, "backend": backend}
     for i, setting in enumerate(settings):  # in place: a large grid is not held twice
         settings[i] = defaults | setting | {"model": ref}
-    report = Progress("checking grid", len(settings), show=args.progress, quiet=2.0)
-    for done, setting in enumerate(settings, 1):
-        try:
-            Setting.from_mapping(setting, model)
-        except ParameterError as exc:
-            raise ParameterError(f"{exc} (in grid setting {setting})") from None
-        if done % 1000 == 0:
-            report.update(done)
-    report.update(len(settings))
-    report.close()
+    # On a terminal only: read by a program, stderr before a bad setting's exit 2 must hold
+    # that one line alone.
+    report = Progress("checking grid", len(settings), show=args.progress and sys.stderr.isatty(),
+                      quiet=2.0)
+    try:
+        for done, setting in enumerate(settings, 1):
+            try:
+                Setting.from_mapping(setting, model)
+            except ParameterError as exc:
+                raise ParameterError(f"{exc} (in grid setting {setting})") from None
+            if done % 1000 == 0:
+                report.update(done)
+        report.update(len(settings))
+    finally:  # the progress line ends before the error's
+        report.close()
     return settings, backend
 
 

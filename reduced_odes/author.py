@@ -93,8 +93,8 @@ _PROVISIONAL = {
     # Figures in the house style, with deterministic bytes.
     **dict.fromkeys(("COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE",
                      "TIME_LABEL", "as_array", "draw_from_data", "house_style", "log_time_axis",
-                     "log_x", "new_figure", "parse_formats", "render", "save_figure", "sci",
-                     "shade_spans", "stamp"), "_figstyle"),
+                     "log_x", "new_figure", "parse_formats", "render", "save_each_format",
+                     "save_figure", "sci", "shade_spans", "stamp"), "_figstyle"),
 }
 
 #: The names under semantic versioning (see the module docstring).

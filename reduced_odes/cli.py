@@ -6,8 +6,8 @@ parameters become options of ``solve``, and a command beyond ``solve`` is
 offered only for a model that supplies its hook.
 
 Exit status: 0 success, 1 a verified claim failed, 2 bad input, or a
-trajectory that failed before its first step on both backends (one line on
-stderr, no traceback),
+trajectory that failed with nothing to show (before its first step, on every
+backend installed; one line on stderr, no traceback),
 3 ``solve``: a phase was not reached within the run (``phase_outcomes`` in the
 JSON says why; a run that stopped part-way, e.g. at its domain's edge, keeps and
 prints the phases it reached before), 4 ``reproduce``: the fresh results differ
@@ -42,7 +42,7 @@ from ._figstyle import parse_formats
 from ._integrate import solve
 from ._io import atomic_write
 from ._params import METHODS, ParameterError, SolverConfig
-from ._registry import get_model, registered_models
+from ._registry import DEFAULT_MODEL, get_model, registered_models
 from ._reproduce import ATOL, RTOL, differences, rounded
 from ._results import trajectory_record, write_json
 from ._sweep import read_results, results_line
@@ -54,7 +54,6 @@ __all__ = ["main", "run"]
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NOT_REACHED, EXIT_DIFFERS = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130
-DEFAULT_MODEL = "induction_head"
 
 
 def _format_table(rows: Sequence[Sequence], header: Sequence[str]) -> str:

@@ -222,6 +222,27 @@ def test_without_numba_a_pure_failure_is_reported_as_it_was(monkeypatch):
     with pytest.raises(DomainError, match="LSODA stopped"):
         solve(get_model("deep_linear").make_params({}), model="deep_linear")
 
+@pytest.mark.parametrize("method", ["Radau", "BDF"])
+def test_solve_ivp_methods_keep_the_step_budget_and_their_phases(monkeypatch, method):
+    """SciPy's ``solve_ivp`` has no step limit: an ``atol`` far below what the flow resolves
+    near its settled state (the log coordinates settle at 0) shrank Radau's steps for minutes
+    instead of failing.  The budget LSODA and native BDF keep stops it, and the phase reached
+    before the stop is kept at an uninterrupted run's time."""
+    from reduced_odes import _ivp, _params
+
+    monkeypatch.setattr(_params, "native_available", lambda: False)
+    monkeypatch.setattr(_ivp, "_MAX_STEPS", 2000)  # past T_half (<= 549 steps), short of t=27
+    model = get_model("deep_linear")
+    params = model.make_params({"sigma": 1e-6})
+    with pytest.raises(DomainError, match=f"{method} stopped at t=.*more than 2000 steps") as e:
+        solve(params, solver=SolverConfig(method=method, atol=1e-30), model=model)
+    partial = e.value.trajectory
+    assert partial is not None and partial.to_dict()["solver"]["steps"] <= 2000
+    full = solve(params, solver=SolverConfig(method=method, atol=1e-30, t_end=20.0), model=model)
+    # The same steps up to the stop, so the same crossing: equal to round-off.
+    assert partial.phases["T_half"] == pytest.approx(full.phases["T_half"], rel=1e-12)
+
+
 
 @needs_numba
 @pytest.mark.parametrize("argv", [["--sigma", "1e-12"], ["--s", "9e99"]])

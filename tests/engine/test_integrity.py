@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from reduced_odes._registry import get_model
 from reduced_odes._reproduce import differences
 from reduced_odes._results import DataFileError, read_json
+from reduced_odes._setting import allowed_keys
 from reduced_odes._sweep import (
     MAX_GRID_SETTINGS,
     ResultsFileError,
@@ -37,7 +38,6 @@ from reduced_odes._sweep import (
     run_sweep,
     setting_key,
 )
-from reduced_odes._sweep_command import allowed_keys
 from reduced_odes.cli import EXIT_BAD_INPUT, main
 
 ROOT = Path(__file__).resolve().parents[2]

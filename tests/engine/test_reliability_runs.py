@@ -80,7 +80,8 @@ def test_workers_exit_when_the_sweep_is_killed(tmp_path):
 
 
 def test_ctrl_c_exits_130_with_one_line_and_plain_progress(tmp_path):
-    process = _start_sweep(tmp_path)
+    # 400 settings, ~10 s on two workers: 40 could finish within the second waited below.
+    process = _start_sweep(tmp_path, settings=400)
     _wait_for_workers(process)
     time.sleep(1.0)
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C sends: the whole process group

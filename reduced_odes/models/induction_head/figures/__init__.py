@@ -98,7 +98,7 @@ from ._data import (
     trajectory_data,
     trajectory_path,
 )
-from ._style import MECHANISM_COLOURS, PHASE_NAMES, figure_path, save_figure
+from ._style import MECHANISM_COLOURS, PHASE_NAMES, figure_path, save_each, save_figure
 from .closure_errors import COMPARE_GRID_FILE, plot_closure_errors
 from .closures import plot_closures
 from .convergence import plot_convergence
@@ -186,8 +186,8 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
         path = trajectory_data(cl, params, data)
         record = read_json(path)
         for name, plot in (("phases", plot_phases), ("convergence", plot_convergence)):
-            written += _save_each(lambda plot=plot: plot(record), [f"data={path.name}"],
-                                  out, name, cl, formats)
+            written += save_each(lambda plot=plot, record=record: plot(record),
+                                 [f"data={path.name}"], out, name, cl, formats)
         records = scaling_records(cl, data, grid, alpha=params.alpha, wstar=params.wstar,
                                   L=scaling_L, sigma=scaling_sigma, executor=executor)
         if records:
@@ -195,9 +195,10 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
                                          L=[r["setting"]["L"] for r in records],
                                          sigma=[r["setting"]["sigma"] for r in records])
             predictions = read_json(pred_path)
-            written += _save_each(lambda: plot_plateau_scaling(records, predictions),
-                                  [f"data=verify-{grid}.jsonl", f"data={pred_path.name}"],
-                                  out, "plateau_scaling", cl, formats)
+            written += save_each(lambda records=records, predictions=predictions:
+                                 plot_plateau_scaling(records, predictions),
+                                 [f"data=verify-{grid}.jsonl", f"data={pred_path.name}"],
+                                 out, "plateau_scaling", cl, formats)
     if closure == "all":
         overlay = load_overlay(data / OVERLAY_FILE)
         where = params
@@ -206,31 +207,18 @@ def make_figures(out: str | Path = "figures", data: str | Path | None = None,
         paths = {cl: trajectory_data(cl, where, data, with_predictions=False)
                  for cl in CLOSURES}
         documents = {cl: read_json(p) for cl, p in paths.items()}
-        written += _save_each(lambda: plot_closures(documents, overlay),
-                              [f"data={p.name}" for p in paths.values()]
-                              + ([f"data={OVERLAY_FILE}"] if overlay else []),
-                              out, "closures", None, formats)
+        written += save_each(lambda: plot_closures(documents, overlay),
+                             [f"data={p.name}" for p in paths.values()]
+                             + ([f"data={OVERLAY_FILE}"] if overlay else []),
+                             out, "closures", None, formats)
         grid_path = data / COMPARE_GRID_FILE
         if grid_path.exists():  # committed separately; until then the figure is skipped
             errors = read_json(grid_path)
-            written += _save_each(lambda: plot_closure_errors(errors),
-                                  [f"data={grid_path.name}"], out, "closure_errors", None,
-                                  formats)
+            written += save_each(lambda: plot_closure_errors(errors),
+                                 [f"data={grid_path.name}"], out, "closure_errors", None,
+                                 formats)
     for path in written:
         log(f"wrote {path}")
-    return written
-
-
-def _save_each(draw, keywords: list[str], out: Path, name: str, closure: str | None,
-               formats: Sequence[str]) -> list[Path]:
-    """Save a freshly drawn figure per format: a layout settled by one renderer shifts the
-    next one's clip rectangles by ~1e-10 pt, so a format's bytes would otherwise depend on
-    the formats drawn before it (``figures --format pdf`` against ``png,pdf``)."""
-    written = []
-    for fmt in formats:
-        fig = draw()
-        fig._reduced_odes_meta["keywords"] += keywords
-        written += save_figure(fig, out, name, closure, [fmt])
     return written
 
 

@@ -18,6 +18,7 @@ from reduced_odes.author import (
     log_time_axis,
     log_x,
     new_figure,
+    save_each_format,
     sci,
 )
 from reduced_odes.author import save_figure as _save
@@ -120,6 +121,19 @@ def figure_path(out: str | Path, name: str, closure: str | None, fmt: str) -> Pa
     """``<out>/<name>.<fmt>``; closures other than ``linear`` add ``-<closure>``."""
     suffix = "" if closure in (None, "linear") else f"-{closure}"
     return Path(out) / f"{name}{suffix}.{fmt}"
+
+
+def save_each(draw, keywords: Sequence[str], out: str | Path, name: str,
+              closure: str | None, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Write a freshly drawn figure (``draw()``, its keywords extended) in each format at
+    :func:`figure_path` (see :func:`reduced_odes.author.save_each_format`)."""
+    def drawn():
+        fig = draw()
+        fig._reduced_odes_meta["keywords"] += list(keywords)
+        return fig
+
+    return save_each_format(drawn, figure_path(out, name, closure, "x").with_suffix(""),
+                            formats)
 
 
 def save_figure(fig, out: str | Path, name: str, closure: str | None,
