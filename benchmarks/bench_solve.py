@@ -102,7 +102,8 @@ def main(argv=None) -> int:
     from reduced_odes import load_system, solve
     from reduced_odes.models.induction_head import ModelParams
 
-    load_system("induction_head", closure)  # warm the compile cache (derive + compile on a first run)
+    # Warm the compile cache (derive + compile on a first run).
+    load_system("induction_head", closure)
     params = ModelParams(**PARAMS)
     p_small, p_large = (ModelParams(**{**PARAMS, "L": L}) for L in (100, 10**7))
     for p in (params, p_small, p_large):

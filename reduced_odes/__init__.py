@@ -17,7 +17,7 @@ use, so integrating from a warm compile cache never imports SymPy.
 import importlib
 
 from ._blas import pin_kernel
-from ._version import __version__
+from ._version import __version__ as __version__  # re-exported
 
 # Before NumPy loads OpenBLAS: the same kernel, and so the same bits, on every x86-64 CPU
 # with AVX2 (see reduced_odes._blas).

@@ -73,10 +73,11 @@ def cluster_executor(scheduler: str, *, workers: int | None = None) -> cf.Execut
     Traceback (most recent call last):
     ...
     reduced_odes._params.ParameterError: scheduler='tcp://127.0.0.1:1': no dask scheduler ...
-    >>> cluster_executor("not an address")
+    >>> cluster_executor("not an address")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    reduced_odes._params.ParameterError: scheduler='not an address'; allowed: local, tcp://HOST:PORT or HOST:PORT
+    reduced_odes._params.ParameterError: scheduler='not an address'; allowed: local,
+    tcp://HOST:PORT or HOST:PORT
     """
     if scheduler != "local" and not _ADDRESS.match(scheduler):
         raise ParameterError(f"scheduler={scheduler!r}; allowed: local, tcp://HOST:PORT "

@@ -13,8 +13,8 @@ from reduced_odes import (
     token,
 )
 from reduced_odes._positions import SEQ_LEN as L
-from reduced_odes.models.induction_head.declaration import induction_head_readouts, stage1_readout
 from reduced_odes._positions import SUM_INDEX as s
+from reduced_odes.models.induction_head.declaration import induction_head_readouts, stage1_readout
 
 k, n, p = sp.symbols("k n p")
 

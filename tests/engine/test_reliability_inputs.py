@@ -58,7 +58,8 @@ def test_bad_grids_exit_2_with_one_line_before_any_work(tmp_path, capsys, body, 
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["solve", "--sigma", "-1e-3"], "sigma=-0.001"),  # a negative number, not "expected one argument"
+    # a negative number, not "expected one argument"
+    (["solve", "--sigma", "-1e-3"], "sigma=-0.001"),
     (["solve", "--alpha", "1e-200"], "alpha=1e-200"),  # was a ZeroDivisionError in the horizon
     (["solve", "--L", "1e300"], "L=1e+300"),  # was "LSODA stopped ... non-finite state"
     (["solve", "--out", "/"], "is a directory"),

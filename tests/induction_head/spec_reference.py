@@ -5,8 +5,8 @@ Only tests import this module; the package derives everything itself.
 
 import sympy as sp
 
-from reduced_odes.models.induction_head.declaration import ALPHA, W_KQ, W_V1, W_V2, WSTAR, P
 from reduced_odes._positions import SEQ_LEN as L
+from reduced_odes.models.induction_head.declaration import ALPHA, W_KQ, W_V1, W_V2, WSTAR, P
 
 Z = (1 - sp.exp(-(L - 1) * P)) / (1 - sp.exp(-P))
 SPEC_PHI = 1 / Z

@@ -24,8 +24,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from reduced_odes import DomainError, ParameterError, SolverConfig, load_system, solve
-from reduced_odes import _integrate
+from reduced_odes import DomainError, ParameterError, SolverConfig, _integrate, load_system, solve
 from reduced_odes.models.induction_head import ModelParams, PhaseThresholds
 from reduced_odes.models.induction_head import kernels as _kernels
 

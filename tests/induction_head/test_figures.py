@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from reduced_odes import ParameterError
+from reduced_odes._results import read_json
 from reduced_odes.models.induction_head import ModelParams
 from reduced_odes.models.induction_head import figures as F
-from reduced_odes._results import read_json
 
 PARAMS = ModelParams(L=20, alpha=0.5, wstar=0.3, sigma=1e-3)
 SCALING = {"L": [20, 50], "sigma": [1e-2, 1e-3, 1e-4]}

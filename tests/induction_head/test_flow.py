@@ -7,10 +7,10 @@ from scipy.integrate import solve_ivp
 from spec_reference import SPEC_IH
 
 from reduced_odes import SolverConfig, load_system, solve
-from reduced_odes.models.induction_head import ModelParams, derive_flow
-from reduced_odes.models.induction_head.derivation import FULL_STATE
-from reduced_odes.models.induction_head.declaration import ALPHA, W_KQ, WSTAR
 from reduced_odes._positions import SEQ_LEN as L
+from reduced_odes.models.induction_head import ModelParams, derive_flow
+from reduced_odes.models.induction_head.declaration import ALPHA, W_KQ, WSTAR
+from reduced_odes.models.induction_head.derivation import FULL_STATE
 from reduced_odes.models.induction_head.special import NUMERIC_IMPLEMENTATIONS
 
 

@@ -7,9 +7,9 @@ import pytest
 import sympy as sp
 
 from reduced_odes import load_system, solve
+from reduced_odes._positions import SEQ_LEN as L
 from reduced_odes.models.induction_head import ModelParams
 from reduced_odes.models.induction_head.declaration import ALPHA, WSTAR
-from reduced_odes._positions import SEQ_LEN as L
 from reduced_odes.models.induction_head.numerics import SIGMA, THETA_EM, THETA_I, derive_predictions
 
 # Spec section 6, typed in as independent references.
@@ -43,8 +43,8 @@ def test_phase_one_and_tail_equal_spec(closure):
 @pytest.mark.parametrize("alpha,wstar,length", [(0.5, 0.3, 200), (0.2, 0.45, 50), (0.8, 0.1, 5000)])
 def test_mu_is_the_slowest_eigenvalue_of_the_compiled_jacobian(closure, alpha, wstar, length):
     predicted = derive_predictions(closure).evaluate(alpha, wstar, length, 1e-4)["mu"]
-    jac = np.array(load_system("induction_head", closure).jac(0, [alpha, 30.0, 1 - alpha, math.log(wstar)],
-                                            alpha, wstar, float(length)))
+    jac = np.array(load_system("induction_head", closure).jac(
+        0, [alpha, 30.0, 1 - alpha, math.log(wstar)], alpha, wstar, float(length)))
     # (w_v2, ln w_kq) block: similar to the (w_v2, w_kq) Jacobian, same eigenvalues.
     eigenvalues = np.linalg.eigvals(jac[2:, 2:])
     assert np.all(eigenvalues.real < 0) and np.allclose(eigenvalues.imag, 0)

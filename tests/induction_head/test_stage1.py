@@ -8,9 +8,9 @@ import pytest
 import sympy as sp
 from scipy.integrate import solve_ivp
 
+from reduced_odes._positions import SEQ_LEN as L
 from reduced_odes.models.induction_head import derive_stage1_flow, derive_stage1_loss
 from reduced_odes.models.induction_head.declaration import ALPHA, P1
-from reduced_odes._positions import SEQ_LEN as L
 
 
 def _tail_coefficient():

@@ -53,7 +53,7 @@ def test_reduced_flow_matches_spec(loss):
     spec = [-(mu / (2 * sp.sqrt(2))) * (N + M) * L_A, -(mu / sp.sqrt(2)) * zeta * L_A,
             -(mu / sp.sqrt(2)) * zeta * L_A, -(kappa / 2) * k * L_ell, -(kappa / 2) * q * L_ell]
     gates = {r.gate_neurons: 1, r.gate_attention: 1}
-    for derived, expected in zip(r.rhs, spec):
+    for derived, expected in zip(r.rhs, spec, strict=True):
         # 1e-25: both sides are evaluated at 30 digits; any real difference is O(1e-2).
         assert at_random_points(derived.xreplace(gates) - expected, [*r.state, mu, kappa]) < 1e-25
 
@@ -74,7 +74,8 @@ def test_spec_derivatives_of_the_loss():
 
 @pytest.mark.parametrize("loss", LOSSES)
 def test_composite_flow_with_invariants(loss):
-    """dA/dt = -(mu^2/8) sqrt(Dn^2 + 32 A^2/mu^2) L_A, d ell/dt = -(kappa^2/2) sqrt(Da^2 + 4 ell^2/kappa^2) L_ell."""
+    """dA/dt = -(mu^2/8) sqrt(Dn^2 + 32 A^2/mu^2) L_A,
+    d ell/dt = -(kappa^2/2) sqrt(Da^2 + 4 ell^2/kappa^2) L_ell."""
     r = reduce_model(loss)
     zeta, N, M, q, k = r.state
     mu, kappa = r.mu, r.kappa

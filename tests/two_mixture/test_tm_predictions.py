@@ -19,7 +19,8 @@ def test_square_closed_forms_symbolically():
     assert sp.simplify(cf.plateau_rate - kappa * A / 4) == 0
     assert sp.simplify(cf.A_star - (1 + theta) / (1 + theta**2)) == 0
     assert sp.simplify(cf.L_star - 1 / (2 * (1 + sp.exp(2 * ell)))) == 0
-    assert sp.simplify((cf.manifold_rate - kappa * ell / (4 * sp.cosh(ell) ** 2)).rewrite(sp.exp)) == 0
+    assert sp.simplify((cf.manifold_rate - kappa * ell / (4 * sp.cosh(ell) ** 2))
+                       .rewrite(sp.exp)) == 0
     assert sp.simplify(cf.T_A - sp.log(1 / cf.A0) / (mu / (2 * sp.sqrt(2)))) == 0
 
 
@@ -57,8 +58,10 @@ def test_theta_at_T1_and_logistic_plateau():
     spec = math.tanh(kappa * sigma_att**2 / 2) * 2 ** (kappa / (math.sqrt(2) * mu))
     assert math.tanh(ell / 2) == pytest.approx(spec, rel=1e-4)  # the spec drops O(A0) = 4e-5
     A = 2.0
-    spec_ell = ell0 * math.exp(kappa / (2 * math.sqrt(2) * mu) * (A + math.exp(A) - A0 - math.exp(A0)))
-    assert predictor("logistic").ell_on_plateau(mu, kappa, ell0, A0, A) == pytest.approx(spec_ell, rel=1e-9)
+    spec_ell = ell0 * math.exp(kappa / (2 * math.sqrt(2) * mu)
+                               * (A + math.exp(A) - A0 - math.exp(A0)))
+    ell_logistic = predictor("logistic").ell_on_plateau(mu, kappa, ell0, A0, A)
+    assert ell_logistic == pytest.approx(spec_ell, rel=1e-9)
 
 
 def test_algorithm1_quadratures_against_leading_order():
@@ -66,7 +69,8 @@ def test_algorithm1_quadratures_against_leading_order():
     sq = predictor("square")
     lam = mu / (2 * math.sqrt(2))
     spec_I = math.log(0.9 * (1 - A0) / (A0 * 0.1)) / lam
-    assert sq.stage_I(mu, kappa, A0, ell0, 0.9) == pytest.approx(spec_I, rel=1e-5)  # theta0 = 2.5e-7
+    # theta0 = 2.5e-7
+    assert sq.stage_I(mu, kappa, A0, ell0, 0.9) == pytest.approx(spec_I, rel=1e-5)
     ratio = sq.stage_II(mu, kappa, ell0, 0.9, 0.9) / (4 / (kappa * 0.9) * math.log(1 / ell0))
     assert 1.0 < ratio < 2.0  # the spec: the leading term alone is off by 1.2-2
     assert sq.A_star(0.9) == pytest.approx(1.9 / 1.81, rel=1e-12)

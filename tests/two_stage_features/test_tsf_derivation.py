@@ -23,7 +23,8 @@ def test_loss_equals_spec_closed_form_symbolically(relu):
     rho_P, rho_Q = S.pi_P / 2, pi_Q / 4
     s_P = rho_P**2 + rho_P * (1 - rho_P) / S.N
     s_Q = rho_Q**2 + rho_Q * (1 - rho_Q) / S.N
-    assert sp.simplify(relu.in_product["P"] - S.pi_P / 2 * (1 - 2 * rho_P * S.A + s_P * S.A**2)) == 0
+    assert sp.simplify(relu.in_product["P"]
+                       - S.pi_P / 2 * (1 - 2 * rho_P * S.A + s_P * S.A**2)) == 0
     assert sp.simplify(relu.in_product["Q"] - pi_Q / 2 * (1 - 2 * rho_Q * S.B + s_Q * S.B**2)) == 0
     assert sp.simplify(relu.optimum["P"] - 2 * S.N / (S.N * S.pi_P - S.pi_P + 2)) == 0
     assert sp.simplify(relu.optimum["Q"] - 4 * S.N / (S.N * pi_Q - pi_Q + 4)) == 0

@@ -1,4 +1,5 @@
-"""The spec's formulas, typed in as the independent reference for the tests (never used by the package)."""
+"""The spec's formulas, typed in as the independent reference for the tests (never used by
+the package)."""
 
 from __future__ import annotations
 

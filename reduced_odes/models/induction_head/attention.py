@@ -2,7 +2,8 @@
 
 The ground truth the reduced ODEs are checked against (spec sections 1-4): per-batch
 losses and their exact gradients, vectorised over batch and positions, and Monte-Carlo
-expectations with standard errors.  :mod:`reduced_odes.models.induction_head.sgd` trains the model with them.
+expectations with standard errors.  :mod:`reduced_odes.models.induction_head.sgd` trains
+the model with them.
 
 Model (``x_0 := 0``, tokens ``x_1..x_L`` i.i.d. N(0, 1)):
 

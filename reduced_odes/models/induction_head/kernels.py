@@ -1,10 +1,10 @@
 """Numeric attention functions of a position-bias head: ``math`` only, no SymPy.
 
 The scalar functions :func:`phi`, :func:`psi`, :func:`dlog_phi`, :func:`dlog_psi`,
-:func:`d2log_phi`, :func:`d2log_psi` are documented in :mod:`reduced_odes.models.induction_head.special`
-(which re-exports them beside the SymPy classes that carry their derivative
-rules).  They live here so that generated code, and so a warm start of the
-integrator, never imports SymPy.
+:func:`d2log_phi`, :func:`d2log_psi` are documented in
+:mod:`reduced_odes.models.induction_head.special` (which re-exports them beside the
+SymPy classes that carry their derivative rules).  They live here so that generated
+code, and so a warm start of the integrator, never imports SymPy.
 
 The fused kernels :func:`phi_psi`, :func:`attention` and :func:`attention2`
 return several of these functions at once.  They share every exponential

@@ -190,7 +190,8 @@ def derive_predictions(closure: str) -> Predictions:
     stored = cached_symbolic("induction_head", closure, "predictions", derive)
     return Predictions(
         closure,
-        {k.removeprefix("expression "): v for k, v in stored.items() if k.startswith("expression ")},
+        {k.removeprefix("expression "): v for k, v in stored.items()
+         if k.startswith("expression ")},
         sp.Matrix(stored["fixed_point_jacobian"]), tuple(stored["window_limit_system"]))
 
 

@@ -114,7 +114,8 @@ def measure(setting: dict) -> dict:
         sig = 1 / (1 + np.exp(traj.series["A"]))
         inside = np.nonzero((traj.series["theta"] <= 0.03 * sig) & (traj.series["A"] > 0.5))[0]
         i = int(inside[-1]) if inside.size else 0
-        out["plateau_A"], out["plateau_ell"] = float(traj.series["A"][i]), float(traj.series["ell"][i])
+        out["plateau_A"] = float(traj.series["A"][i])
+        out["plateau_ell"] = float(traj.series["ell"][i])
     return _clean(out)
 
 
@@ -157,7 +158,8 @@ def claims(records: list[dict], variants: Sequence[str]) -> list:
     rows = _Rows()
     joint = [r for r in records if r["setting"].get("protocol") == "joint"]
     for record in joint:
-        _joint_claims(rows, record["setting"], record["result"], predictor(record["setting"]["variant"]))
+        _joint_claims(rows, record["setting"], record["result"],
+                      predictor(record["setting"]["variant"]))
     _scaling_claims(rows, joint, predictor("square"))
     for record in records:
         if record["setting"].get("protocol") == "algorithm1":
@@ -193,7 +195,8 @@ def _joint_claims(rows: _Rows, s: dict, r: dict, pred) -> None:
                  max(0.0, 1.0 - exponent, exponent - 1.3), where, inside)
         return
     theta_T1 = math.tanh(pred.ell_on_plateau(mu, kappa, ell0, A0, 0.5) / 2)
-    rows.add("theta(T1)", theta_T1, _value(r, "theta_T1"), _rel(theta_T1, _value(r, "theta_T1")), where)
+    rows.add("theta(T1)", theta_T1, _value(r, "theta_T1"),
+             _rel(theta_T1, _value(r, "theta_T1")), where)
     rows.add("plateau loss", 0.25, _value(r, "L_mid"), abs(_value(r, "L_mid") - 0.25), where)
     for name, ell in (("T2", math.log(3)), ("T3", 0.5 * math.log(99))):
         T = pred.T_of_ell(mu, kappa, A0, ell0, ell)
@@ -201,7 +204,8 @@ def _joint_claims(rows: _Rows, s: dict, r: dict, pred) -> None:
     T2 = _value(r, "T2")
     for factor in (3, 30):
         L = pred.L_star(pred.ell_of_t(mu, kappa, A0, ell0, factor * T2))
-        rows.add(f"L({factor} T2)", L, _value(r, f"L_{factor}T2"), _rel(L, _value(r, f"L_{factor}T2")), where)
+        rows.add(f"L({factor} T2)", L, _value(r, f"L_{factor}T2"),
+                 _rel(L, _value(r, f"L_{factor}T2")), where)
     t = 100 * T2
     product_ = 2 * kappa * t * math.log(t) * _value(r, "L_100T2")
     rows.add("2 kappa t ln t L at 100 T2", 1.0, product_, abs(product_ - 1.0), where)
@@ -215,8 +219,9 @@ def _scaling_claims(rows: _Rows, joint: list[dict], pred) -> None:
     for (mu, kappa, sigma, att), result in by_key.items():
         slopes = pred.slopes(mu, kappa)
         where = {"mu": mu, "kappa": kappa, "sigma": sigma, "sigma_att": att}
-        for index, (name, other) in enumerate((("dT2/dln(1/sigma_att)", (mu, kappa, sigma, att / 10)),
-                                               ("dT2/dln(1/sigma)", (mu, kappa, sigma / 10, att)))):
+        neighbours = (("dT2/dln(1/sigma_att)", (mu, kappa, sigma, att / 10)),
+                      ("dT2/dln(1/sigma)", (mu, kappa, sigma / 10, att)))
+        for index, (name, other) in enumerate(neighbours):
             if other not in by_key:
                 continue
             measured = (_value(by_key[other], "T2") - _value(result, "T2")) / math.log(10)
@@ -234,7 +239,8 @@ def _algorithm1_claims(rows: _Rows, s: dict, r: dict, pred) -> None:
     A_I = theta_II = 0.9
     stage_I = pred.stage_I(mu, kappa, A0, ell0, A_I)
     stage_II = pred.stage_II(mu, kappa, ell0, A_I, theta_II)
-    rows.add("Algorithm 1 stage I", stage_I, _value(r, "stage_I"), _rel(stage_I, _value(r, "stage_I")), where)
+    rows.add("Algorithm 1 stage I", stage_I, _value(r, "stage_I"),
+             _rel(stage_I, _value(r, "stage_I")), where)
     rows.add("Algorithm 1 stage II", stage_II, _value(r, "stage_II"),
              _rel(stage_II, _value(r, "stage_II")), where)
     rows.add("joint T_AI = stage I", _value(r, "stage_I"), _value(r, "joint_T_AI"),

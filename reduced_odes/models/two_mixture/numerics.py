@@ -128,7 +128,8 @@ class Predictor:
         return float(self._T1(mu, kappa, A0, A1))
 
     def ell_on_plateau(self, mu: float, kappa: float, ell0: float, A0: float, A: float) -> float:
-        """``ell`` when ``A`` has grown from ``A0``: ``ell0 exp(int rate_p(A) dt)``, ``theta ~ 0``."""
+        """``ell`` when ``A`` has grown from ``A0``: ``ell0 exp(int rate_p(A) dt)``,
+        ``theta ~ 0``."""
         exponent = quad(lambda x: self._plateau(mu, kappa, x) / self._rate_A(mu, kappa, x, 0.0),
                         A0, A, epsabs=0, epsrel=1e-12, limit=200)[0]
         return ell0 * math.exp(exponent)

@@ -232,13 +232,15 @@ def _in_moments(expr: sp.Expr, man: _Manifold, moments: dict[sp.Symbol, sp.Expr]
     coefficients = sp.symbols(f"x0:{len(moments) + 1}")
     basis = [*moments.values(), sp.Integer(1)]
     generators = [s for pair in man.pairs for s in pair]
-    residual = sp.Poly(sp.expand(expr - sum(c * b for c, b in zip(coefficients, basis, strict=True))),
-                       *generators)
+    residual = sp.Poly(
+        sp.expand(expr - sum(c * b for c, b in zip(coefficients, basis, strict=True))),
+        *generators)
     solution = sp.solve(residual.coeffs(), coefficients, dict=True)
     if not solution:
         raise DerivationError("mobility in the moments", f"{expr} is no combination of the moments")
     names = [*moments, sp.Integer(1)]
-    return sum((solution[0].get(c, sp.Integer(0)) * n for c, n in zip(coefficients, names, strict=True)),
+    return sum((solution[0].get(c, sp.Integer(0)) * n
+                for c, n in zip(coefficients, names, strict=True)),
                sp.Integer(0))
 
 
@@ -332,7 +334,8 @@ def _assert_tangent(man: _Manifold, loss: str, rhs: sp.Matrix, state: Sequence[s
             numbers = {s: sp.Float(str(x), digits + 10) for s, x in at.items()}
             for i, s in enumerate(state):
                 moment = man.moments[s.name]
-                projected = sum((sp.diff(moment, p).xreplace(numbers) * sp.Float(str(v[p]), digits + 10)
+                projected = sum((sp.diff(moment, p).xreplace(numbers)
+                                 * sp.Float(str(v[p]), digits + 10)
                                  for p in net.parameters), sp.Integer(0))
                 reduced = rhs[i].xreplace({**{x: moment_of(x, man, numbers) for x in state},
                                            **dict.fromkeys(gates, 1), net.mu: numbers[net.mu],

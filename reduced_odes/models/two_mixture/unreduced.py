@@ -138,7 +138,8 @@ def config_loss(net: Network, loss: str, config: dict[str, int]) -> sp.Expr:
     return phi(loss)(y * output(net, config))
 
 
-def population_loss(net: Network, loss: str, which: Callable[[dict], bool] | None = None) -> sp.Expr:
+def population_loss(net: Network, loss: str,
+                    which: Callable[[dict], bool] | None = None) -> sp.Expr:
     """``E phi(yF)`` over the eight configurations (or the conditional mean over those
     ``which`` selects: e.g. the consistent samples ``s1 == s2``)."""
     chosen = [(p, c) for p, c in configurations() if which is None or which(c)]

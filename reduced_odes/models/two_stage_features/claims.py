@@ -218,14 +218,16 @@ class _Rows:
     def add(self, name: str, predicted: float, measured: float, where: str,
             error: float | None = None) -> None:
         error = _relative(predicted, measured) if error is None else error
-        self.rows[name].append((predicted, math.nan if measured is None else measured, error, where))
+        self.rows[name].append((predicted, math.nan if measured is None else measured, error,
+                                where))
 
 
 def _stage_times(rows: _Rows, p, pred, result, where) -> None:
     phases = result["phases"]
     if not p.train_value:
         for key in phases:
-            rows.add("fixed value: exact stage times (6.6)", pred.get(key), phases[key], f"{where}: {key}")
+            rows.add("fixed value: exact stage times (6.6)", pred.get(key), phases[key],
+                     f"{where}: {key}")
         return
     for key in phases:
         name = "T_P composite (6.4)" if key.startswith("T_P") else "T_Q, T_cross composite (6.4)"
@@ -280,7 +282,8 @@ def _stage_two(rows: _Rows, p, pred, result, where) -> None:
         rows.add("S3 ordering after T_cross", 0.0, low, where, error=max(0.0, -low))
     _ablation(rows, p, result["ablation"], where)
     if p.train_value:
-        rows.add("S4 a_inf = a1 v1/v_inf", pred["a1"] * pred["v1"] / pred["v_inf"], final["eig_P"], where)
+        rows.add("S4 a_inf = a1 v1/v_inf", pred["a1"] * pred["v1"] / pred["v_inf"],
+                 final["eig_P"], where)
 
 
 def _ablation(rows: _Rows, p: TwoStageParams, ablation: dict, where: str) -> None:
@@ -340,7 +343,8 @@ def claims(records: list[dict], variants: Sequence[str]) -> list:
 
     rows, parsed = _Rows(), []
     for record in records:
-        fields = {k: v for k, v in record["setting"].items() if k in TwoStageParams.__dataclass_fields__}
+        fields = {k: v for k, v in record["setting"].items()
+                  if k in TwoStageParams.__dataclass_fields__}
         p, variant = TwoStageParams(**fields), record["setting"].get("variant", "relu")
         parsed.append((p, variant, record["result"]))
     for p, variant, result in parsed:

@@ -21,7 +21,8 @@ __all__ = ["ClosedForms", "closed_forms"]
 
 @dataclass(frozen=True)
 class ClosedForms:
-    """The derived expressions; every one is in ``w``, ``w1``, ``c_P``, ``c_Q`` and the parameters."""
+    """The derived expressions; every one is in ``w``, ``w1``, ``c_P``, ``c_Q`` and the
+    parameters."""
 
     rate: dict[str, sp.Expr]            # ln-growth rate of a (P) and b (Q) at the origin, in v
     kappa: sp.Expr
@@ -159,11 +160,13 @@ def closed_forms() -> ClosedForms:
     t_P, t_Q = sp.symbols("T_P T_Q", positive=True)
     # ln a: -ell + lam_P T_P = 0.  ln b: -ell + lam_Q T_P + lam_Q w1 (T_Q - T_P) = 0.
     T_P_lead = sp.solve(-ELL + lam_P * t_P, t_P)[0]
-    T_Q_lead = sp.simplify(sp.solve(-ELL + lam_Q * T_P_lead + lam_Q * W1 * (t_Q - T_P_lead), t_Q)[0])
+    T_Q_lead = sp.simplify(
+        sp.solve(-ELL + lam_Q * T_P_lead + lam_Q * W1 * (t_Q - T_P_lead), t_Q)[0])
     integrand, fraction, logs = _stage_integrands(r, rate, one, slow)
     gram, curvature = _gram(r)
     lag = sp.simplify(-gram[0, 1] * curvature[1] * (S.B - r.optimum["Q"])
                       / (gram[0, 0] * curvature[0]))
     return ClosedForms(rate, kappa, stage_one, final, _c_values(r),
-                       {"T_P": T_P_lead, "T_Q": T_Q_lead, "plateau": sp.simplify(T_Q_lead - T_P_lead)},
+                       {"T_P": T_P_lead, "T_Q": T_Q_lead,
+                        "plateau": sp.simplify(T_Q_lead - T_P_lead)},
                        fraction, logs, integrand, gram, curvature, _logistic(r, rate), lag)

@@ -111,12 +111,14 @@ def pullback_metric(embedding: list[tuple[sp.Expr, sp.Expr]],
 
 def _in_product(block: sp.Expr, weight: sp.Symbol, partner: sp.Symbol, scale: sp.Expr,
                 product: sp.Symbol) -> sp.Expr:
-    """``block`` written in ``product = v scale weight partner``; raises unless it depends on it only."""
+    """``block`` written in ``product = v scale weight partner``; raises unless it depends
+    on it only."""
     S = SYMBOLS
     written = sp.expand(block.subs(weight, product / (S.v * scale * partner)))
     stray = written.free_symbols & {S.v, S.k_P, S.q_P, S.k_Q, S.q_Q}
     if stray:
-        raise DerivationError("loss in (A, B)", f"{block} still depends on {sorted(map(str, stray))}")
+        raise DerivationError("loss in (A, B)",
+                              f"{block} still depends on {sorted(map(str, stray))}")
     return written
 
 
@@ -150,7 +152,8 @@ def _reduction_identities(loss: sp.Expr, rhs: sp.Matrix) -> list[Identity]:
     S = SYMBOLS
     found = [assert_conserved("k_P^2 - q_P^2", S.k_P**2 - S.q_P**2, S.state, rhs),
              assert_conserved("k_Q^2 - q_Q^2", S.k_Q**2 - S.q_Q**2, S.state, rhs)]
-    homogeneity = S.v * sp.diff(loss, S.v) - S.k_P * sp.diff(loss, S.k_P) - S.k_Q * sp.diff(loss, S.k_Q)
+    homogeneity = (S.v * sp.diff(loss, S.v) - S.k_P * sp.diff(loss, S.k_P)
+                   - S.k_Q * sp.diff(loss, S.k_Q))
     assert_same(homogeneity, 0)
     found.append(Identity("v dL/dv = a dL/da + b dL/db", homogeneity, sp.Integer(0)))
     value_law = S.v**2 - (S.d_P * (S.k_P**2 + S.q_P**2) + S.d_Q * (S.k_Q**2 + S.q_Q**2)) / 2

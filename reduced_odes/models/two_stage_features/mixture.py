@@ -110,7 +110,8 @@ ROUND_OFF = 64 * sys.float_info.epsilon
 
 def numeric_optimum(block: str, pi_P: float, gamma: float, mu: float, N: float,
                     activation: Callable) -> float:
-    """``A*`` (block ``"P"``) or ``B*`` (``"Q"``): the minimiser of the block loss in ``A`` or ``B``.
+    """``A*`` (block ``"P"``) or ``B*`` (``"Q"``): the minimiser of the block loss in
+    ``A`` or ``B``.
 
     The derivation asserts that each block loss is a quadratic in ``A = v γ² a``
     (resp. ``B = v μ² b``); three evaluations at ``v = 1`` fix it.

@@ -158,7 +158,10 @@ def require_crossing(p: TwoStageParams) -> None:
 def _stage_values(p: TwoStageParams, n: dict, args: tuple) -> dict[str, float]:
     A_s, B_s, c_P, c_Q = (n[k](*args) for k in ("A_star", "B_star", "c_P", "c_Q"))
     if p.train_value:
-        w1 = _solve(lambda w: n["A_one"](w, c_P), 1.0, 1.0, _upper(lambda w: n["A_one"](w, c_P), 1.0, 1.0))
+        def A_one(w: float) -> float:
+            return n["A_one"](w, c_P)
+
+        w1 = _solve(A_one, 1.0, 1.0, _upper(A_one, 1.0, 1.0))
         C = p.v0**2 - (p.d_P + p.d_Q) * math.exp(-p.ell)
         roots = np.roots([c(*args, C) for c in n["final"]])
         v_inf = float(max(x.real for x in roots if abs(x.imag) < 1e-12 and x.real > 0))
@@ -175,8 +178,13 @@ def _composite(p: TwoStageParams, n: dict, args: tuple, s: dict,
     """Section 6.4 (trained value): stage times with their O(1) constants."""
     c_P, c_Q, w1, ell = s["c_P"], s["c_Q"], s["w1"], p.ell
     lam_P, lam_Q = n["lam_P"](*args), n["lam_Q"](*args)
-    A_one = lambda w: n["A_one"](w, c_P)
-    B_two = lambda w: n["B_two"](w, c_P, c_Q)
+
+    def A_one(w: float) -> float:
+        return n["A_one"](w, c_P)
+
+    def B_two(w: float) -> float:
+        return n["B_two"](w, c_P, c_Q)
+
     w_end = _solve(B_two, 1.0, w1, _upper(B_two, 1.0, w1))
     out = {}
     levels = sorted({thresholds.theta, *thresholds.levels()})
@@ -194,7 +202,10 @@ def _composite(p: TwoStageParams, n: dict, args: tuple, s: dict,
 
     for theta in levels:
         out[f"T_Q@{theta:g}"] = stage_two(_solve(B_two, theta, w1, w_end))
-    crossing = lambda w: n["b_over_a"](*args, w, c_P)
+
+    def crossing(w: float) -> float:
+        return n["b_over_a"](*args, w, c_P)
+
     out["T_cross"] = (stage_two(_solve(crossing, 1.0, w1, w_end))
                       if crossing(w_end) > 1 else math.nan)
     out["c_phi"] = c_phi

@@ -18,7 +18,8 @@ __all__ = ["Estimate", "Prompts", "aligned_weights", "batch_gradient", "estimate
 
 @dataclass(frozen=True)
 class Prompts:
-    """A batch: ``tokens`` ``(n, N+1, d)`` and ``labels`` ``(n, N+1)``; the last token is the query."""
+    """A batch: ``tokens`` ``(n, N+1, d)`` and ``labels`` ``(n, N+1)``; the last token is
+    the query."""
 
     tokens: np.ndarray
     labels: np.ndarray
@@ -91,7 +92,9 @@ def aligned_weights(params: TwoStageParams, k: tuple[float, float],
     >>> np.diag(W_K.T @ W_Q).tolist()
     [3.0, 8.0, 8.0]
     """
-    diagonal = lambda pair: np.diag([pair[0]] * params.d_P + [pair[1]] * params.d_Q)
+    def diagonal(pair: tuple[float, float]) -> np.ndarray:
+        return np.diag([pair[0]] * params.d_P + [pair[1]] * params.d_Q)
+
     return diagonal(k), diagonal(q)
 
 

@@ -195,9 +195,9 @@ def predictions_data(closure: str, data_dir: str | Path = "figures/data", *,
         "closure": closure, "alpha": alpha, "wstar": wstar, "theta_em": theta,
         "L": lengths, "sigma": sigmas, "lambda": lam, "T_em_slope": slope,
         "T_em_leading": leading, "versions": versions(),
-        "description": "reduced_odes.models.induction_head.predictions for the plateau-scaling figure: "
-                       "lambda[L], T_em_slope[L] = 2/lambda, T_em_leading[L][sigma] = "
-                       "ln(theta_em w*/sigma^2)/lambda"})
+        "description": "reduced_odes.models.induction_head.predictions for the "
+                       "plateau-scaling figure: lambda[L], T_em_slope[L] = 2/lambda, "
+                       "T_em_leading[L][sigma] = ln(theta_em w*/sigma^2)/lambda"})
     return path
 
 

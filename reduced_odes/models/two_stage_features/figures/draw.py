@@ -104,7 +104,8 @@ def plot_spectrum(doc: Mapping):
     >>> fig.axes[0].get_yscale()
     'log'
     """
-    s, pred, p = {k: as_array(v) for k, v in doc["series"].items()}, doc["predictions"], doc["params"]
+    s = {k: as_array(v) for k, v in doc["series"].items()}
+    pred, p = doc["predictions"], doc["params"]
     fig, (ax,) = new_figure(2.8, 1)
     ax.set_yscale("log")
     for key, colour, name, size in (("eig_P", P, "P block: $a$", p["d_P"]),
