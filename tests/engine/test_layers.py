@@ -91,3 +91,13 @@ def test_the_cycle_check_finds_a_cycle():
     assert _cycle(graph) == ["p.a", "p.b", "p.c", "p.a"]
     graph.remove_import(importer="p.c", imported="p.a")
     assert _cycle(graph) == []
+
+
+def test_ruff_finds_nothing():
+    """``ruff check`` (rules in ``pyproject.toml``; the test extra pins its minor version,
+    whose rule set is fixed) over the package, the tests and the benchmarks."""
+    _require("ruff")
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "reduced_odes",
+                           "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
