@@ -22,7 +22,8 @@ from ._version import __version__
 
 __all__ = ["COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE", "TIME_LABEL",
            "as_array", "draw_from_data", "house_style", "log_time_axis", "log_x", "new_figure",
-           "parse_formats", "render", "save_figure", "sci", "shade_spans", "stamp"]
+           "parse_formats", "render", "save_each_format", "save_figure", "sci", "shade_spans",
+           "stamp"]
 
 #: The formats figures are written in (the `figures` command's default, in this order).
 FORMATS = ("png", "pdf")

@@ -360,20 +360,14 @@ def cross_checked(result: Trajectory, setting: Setting) -> Trajectory:
     rtol, atol = (max(getattr(solver, name) * CHECK_FACTOR, _least(name))
                   for name in ("rtol", "atol"))
     if rtol > solver.rtol * _CHECK_FACTOR_LEAST:
-        reason = (f"not cross-checked: at rtol {solver.rtol:g} no tighter run is possible "
-                  f"(rtol >= {_least('rtol'):g})")
-        return dataclasses.replace(result, conditioning={
-            k: {"ill_conditioned": None, "error_estimate": math.nan, "reason": reason}
-            for k in result.phases})
+        return _every_phase(result, None, f"not cross-checked: at rtol {solver.rtol:g} no "
+                                          f"tighter run is possible (rtol >= {_least('rtol'):g})")
     check = dataclasses.replace(solver, rtol=rtol, atol=atol, cross_check=False, n_output=2)
     limit = max(PHASE_AGREEMENT, ILL_CONDITIONED * solver.rtol)
     try:  # on the same backend: the check estimates this run's error, not the other's
         reference = _solve_on(setting.with_solver(check))
     except DomainError as exc:
-        reason = f"the check at rtol {rtol:g} failed: {exc}"
-        return dataclasses.replace(result, conditioning={
-            k: {"ill_conditioned": True, "error_estimate": math.nan, "reason": reason}
-            for k in result.phases})
+        return _every_phase(result, True, f"the check at rtol {rtol:g} failed: {exc}")
     checked = {k: reference.phases.get(k, math.nan) for k in result.phases}
     conditioning = {k: _conditioning(t, checked[k], rtol, limit)
                     for k, t in result.phases.items()}
@@ -382,6 +376,14 @@ def cross_checked(result: Trajectory, setting: Setting) -> Trajectory:
     phases = {k: checked[k] if math.isfinite(t) and math.isfinite(checked[k]) else t
               for k, t in result.phases.items()}
     return dataclasses.replace(result, phases=phases, conditioning=conditioning)
+
+
+def _every_phase(result: Trajectory, ill_conditioned: bool | None, reason: str) -> Trajectory:
+    """``result`` with every phase given the same cross-check outcome, without an estimate:
+    marked (``True``) or not checked (``None``), for ``reason``."""
+    return dataclasses.replace(result, conditioning={
+        k: {"ill_conditioned": ill_conditioned, "error_estimate": math.nan, "reason": reason}
+        for k in result.phases})
 
 
 def _least(name: str) -> float:

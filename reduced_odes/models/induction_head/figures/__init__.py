@@ -98,7 +98,7 @@ from ._data import (
     trajectory_data,
     trajectory_path,
 )
-from ._style import MECHANISM_COLOURS, PHASE_NAMES, figure_path, save_each, save_figure
+from ._style import MECHANISM_COLOURS, PHASE_NAMES, figure_path, save_each
 from .closure_errors import COMPARE_GRID_FILE, plot_closure_errors
 from .closures import plot_closures
 from .convergence import plot_convergence
@@ -127,7 +127,6 @@ __all__ = [
     "predictions_data",
     "predictions_path",
     "render",
-    "save_figure",
     "scaling_records",
     "trajectory_data",
     "trajectory_path",

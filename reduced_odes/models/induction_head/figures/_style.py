@@ -21,7 +21,6 @@ from reduced_odes.author import (
     save_each_format,
     sci,
 )
-from reduced_odes.author import save_figure as _save
 
 #: One colour per mechanism, in every figure.
 MECHANISM_COLOURS = {"4-gram": OKABE_ITO["blue"], "induction head": OKABE_ITO["vermillion"]}
@@ -59,7 +58,7 @@ def _phases(record: Mapping) -> dict[str, float]:
 def _meta(fig, name: str, closure: str | None, params: Mapping | None, extra: str = "",
           versions: Mapping | None = None, solver: Mapping | None = None,
           data: Sequence[str] = ()) -> None:
-    """Attach the metadata strings (subject, keywords) that :func:`save_figure` stamps in."""
+    """Attach the metadata strings (subject, keywords) that :func:`save_each` stamps in."""
     subject = f"reduced-odes {__version__} figure '{name}'"
     if closure:
         subject += f", closure {closure}"
@@ -135,8 +134,3 @@ def save_each(draw, keywords: Sequence[str], out: str | Path, name: str,
     return save_each_format(drawn, figure_path(out, name, closure, "x").with_suffix(""),
                             formats)
 
-
-def save_figure(fig, out: str | Path, name: str, closure: str | None,
-                formats: Sequence[str] = FORMATS) -> list[Path]:
-    """Write ``fig`` in each format at :func:`figure_path` (unchanged bytes are not rewritten)."""
-    return _save(fig, figure_path(out, name, closure, "x").with_suffix(""), formats)
