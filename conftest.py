@@ -32,6 +32,15 @@ def lasting_cache():
     mp.undo()
 
 
+@pytest.fixture
+def without_numba(monkeypatch):
+    """numba as if not installed, where the configuration and a failed run's retry ask
+    whether it is (``_params.native_available``): the pure path alone."""
+    from reduced_odes import _params
+
+    monkeypatch.setattr(_params, "native_available", lambda: False)
+
+
 #: The native integrator's source is a template, compiled inside each model's twin module
 #: (``reduced_odes._native._twin``) and never imported on its own; it needs numba.
 collect_ignore = ["reduced_odes/_native/_bdf.py"]

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _SNIPPET = """
 import json, math, statistics, time
 from reduced_odes import SolverConfig, solve
-from reduced_odes.models import get_model, registered_models
+from reduced_odes.models import registered_models
 out = {{}}
 for model in registered_models():
     for variant in model.variants:

@@ -16,12 +16,6 @@ from reduced_odes.cli import EXIT_BAD_INPUT, main
 from reduced_odes.models import get_model
 
 
-@pytest.fixture
-def without_numba(monkeypatch):
-    # Where the configuration (and the job's choice of backend) asks whether numba is there.
-    monkeypatch.setattr(_params, "native_available", lambda: False)
-
-
 def test_a_trajectory_records_the_backend_that_ran_it():
     model = get_model("deep_linear")
     assert SolverConfig().backend == "auto"

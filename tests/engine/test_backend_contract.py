@@ -97,7 +97,7 @@ def _agree_or_marked(name: str, variant: str, setting: dict) -> dict:
         assert len(failures) == len(runs) and len(set(failures.values())) == 1, (
             name, variant, setting, runs)
         return {"failed": 1}
-    counts = {"compared": 0, "marked": 0, "worst": 0.0}
+    counts = {"compared": 0, "marked": 0}
     rtol = SolverConfig().rtol
     for phase in runs["python", True].phases:
         pure, native = (runs[b, True] for b in ("python", "numba"))
@@ -109,7 +109,6 @@ def _agree_or_marked(name: str, variant: str, setting: dict) -> dict:
             continue
         difference = _relative(got, expected)
         counts["compared"] += 1
-        counts["worst"] = max(counts["worst"], difference)
         # The contract: a well-conditioned phase, cross-checked, is the same on both backends.
         assert difference <= PHASE_AGREEMENT, (name, variant, setting, phase, expected, got,
                                                pure.conditioning[phase],
@@ -144,8 +143,8 @@ def test_backends_agree_or_mark_at_the_ends_of_every_range(name):
     probes = [p for p in QUICK if p[0] == name]
     # The middle of each range is the slow test's: the ends are where integrators part.
     ends = [p for p in probes if _is_end(model, p[2])]
-    totals = _total(_agree_or_marked(*p) for p in ends)
-    assert totals.get("compared", 0) + totals.get("marked", 0) + totals.get("failed", 0) > 0
+    results = [_agree_or_marked(*p) for p in ends]  # every end run, then the check
+    assert any(r.get("compared") or r.get("marked") or r.get("failed") for r in results)
 
 
 def _is_end(model, setting: dict) -> bool:
@@ -154,14 +153,6 @@ def _is_end(model, setting: dict) -> bool:
     values = _ends_and_middle(item)
     return item.metadata["allowed"].kind in ("choice", "flag") or value in (values[0],
                                                                            values[-1])
-
-
-def _total(counts) -> dict:
-    totals = {}
-    for c in counts:
-        for k, v in c.items():
-            totals[k] = max(totals.get(k, 0.0), v) if k == "worst" else totals.get(k, 0) + v
-    return totals
 
 
 @needs_numba
@@ -190,6 +181,8 @@ def test_backends_agree_or_mark_on_drawn_settings(data):
         model.make_params(setting)
     except ParameterError:
         return
+    if not _same_system(model.name, setting):  # a new system is the slow grid's (see QUICK)
+        return
     _agree_or_marked(model.name, variant, setting)
 
 
@@ -214,23 +207,22 @@ def test_a_failure_is_retried_on_the_other_backend_and_says_so(monkeypatch, fail
     assert traj.phases == solve(params, solver=SolverConfig(backend=other), model=model).phases
 
 
-def test_without_numba_a_pure_failure_is_reported_as_it_was(monkeypatch):
-    from reduced_odes import _lsoda, _params
+def test_without_numba_a_pure_failure_is_reported_as_it_was(monkeypatch, without_numba):
+    from reduced_odes import _lsoda
 
-    monkeypatch.setattr(_params, "native_available", lambda: False)
     monkeypatch.setattr(_lsoda, "_MAX_STEPS", 20)
     with pytest.raises(DomainError, match="LSODA stopped"):
         solve(get_model("deep_linear").make_params({}), model="deep_linear")
 
 @pytest.mark.parametrize("method", ["Radau", "BDF"])
-def test_solve_ivp_methods_keep_the_step_budget_and_their_phases(monkeypatch, method):
+def test_solve_ivp_methods_keep_the_step_budget_and_their_phases(monkeypatch, without_numba,
+                                                                 method):
     """SciPy's ``solve_ivp`` has no step limit: an ``atol`` far below what the flow resolves
     near its settled state (the log coordinates settle at 0) shrank Radau's steps for minutes
     instead of failing.  The budget LSODA and native BDF keep stops it, and the phase reached
     before the stop is kept at an uninterrupted run's time."""
-    from reduced_odes import _ivp, _params
+    from reduced_odes import _ivp
 
-    monkeypatch.setattr(_params, "native_available", lambda: False)
     monkeypatch.setattr(_ivp, "_MAX_STEPS", 2000)  # past T_half (<= 549 steps), short of t=27
     model = get_model("deep_linear")
     params = model.make_params({"sigma": 1e-6})
@@ -303,8 +295,9 @@ def test_the_cross_check_is_off_by_default_and_reports_the_tighter_times():
         plain.to_dict()["phase_outcomes"]["T_half"]
     # The same run's series; the phase time is the tighter run's, its estimate the distance.
     assert all((checked.series[k] == v).all() for k, v in plain.series.items())
-    assert abs(checked.phases["T_half"] / plain.phases["T_half"] - 1) == pytest.approx(
-        checked.conditioning["T_half"]["error_estimate"], rel=1e-6)  # the same two numbers
+    first, tighter = plain.phases["T_half"], checked.phases["T_half"]
+    # The same formula on the same two times: equal to the bit.
+    assert abs(first - tighter) / abs(tighter) == checked.conditioning["T_half"]["error_estimate"]
 
 
 # -- a run that stops part-way ---------------------------------------------------------
@@ -347,10 +340,10 @@ def test_a_run_that_stops_keeps_the_phases_it_reached(monkeypatch, backend):
         assert full.phases[phase] > partial.t[-1]
 
 
-def test_cli_a_run_that_stops_exits_3_with_the_phases_before(monkeypatch, capsys):
-    from reduced_odes import _lsoda, _params
+def test_cli_a_run_that_stops_exits_3_with_the_phases_before(monkeypatch, without_numba,
+                                                             capsys):
+    from reduced_odes import _lsoda
 
-    monkeypatch.setattr(_params, "native_available", lambda: False)
     monkeypatch.setattr(_lsoda, "_MAX_STEPS", 200)  # of the 672 steps at the defaults
     code = main(["solve", "--model", "two_stage_features", "--json", "--cross-check", "false"])
     captured = capsys.readouterr()

@@ -153,7 +153,8 @@ def test_a_fixed_end_is_reached_exactly():
     native = solve(params, solver=SolverConfig(t_end=3.0, backend="numba"), model=model)
     assert native.t[-1] == 3.0
     pure = solve(params, solver=SolverConfig(t_end=3.0), model=model)
-    exact = 1 / (1 + (1 / 1e-6 - 1) * math.exp(-6))  # the logistic law, s = 1, sigma = 1e-3
+    s, u0 = params.s, params.sigma**2  # the logistic law u(t) = s / (1 + (s/u0 - 1) e^{-2st})
+    exact = s / (1 + (s / u0 - 1) * math.exp(-2 * s * 3.0))
     # Interpolated end states at rtol 1e-10, u at 4e-4 of its way up the jump: the pure
     # path misses by 1.8e-8 (relative), the native one (at a tenth of rtol) by 2.5e-9.
     assert native.final["u"] == pytest.approx(exact, rel=5e-9)

@@ -443,7 +443,8 @@ def test_initial_state_outside_or_on_the_boundary_is_refused(closure):
 
 @pytest.mark.parametrize("closure", CLOSURES)
 @pytest.mark.parametrize("method", ["LSODA", "Radau"])
-def test_trajectory_reaching_the_boundary_stops_with_a_diagnostic(closure, method, monkeypatch):
+def test_trajectory_reaching_the_boundary_stops_with_a_diagnostic(closure, method, monkeypatch,
+                                                                  without_numba):
     real = load_system("induction_head", closure)
 
     def drift(t, y, *args):  # ln w_kq grows at rate 1, nothing else moves
@@ -452,10 +453,9 @@ def test_trajectory_reaching_the_boundary_stops_with_a_diagnostic(closure, metho
     def no_jacobian(t, y, *args):
         return [[0.0] * 4 for _ in range(4)]
 
+    # without_numba: no retry natively, whose twin is compiled from the real system, not the stub.
     stub = dataclasses.replace(real, rhs=drift, jac=no_jacobian)
     monkeypatch.setattr(_integrate, "load_system", lambda model, variant, **_: stub)
-    # No retry on the native backend: its twin is compiled from the real system, not the stub.
-    monkeypatch.setattr("reduced_odes._params.native_available", lambda: False)
     edge, start = EDGE[closure], 0.35 if closure == "linear" else 0.5
     with pytest.raises(DomainError) as info:
         solve(ModelParams(wstar=0.3), closure, SolverConfig(method=method),
