@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ._backend import for_job, preferred_backend
+from ._contract import Model
 from ._io import atomic_write
 from ._params import ParameterError, SolverConfig
 from ._prepare import prepare
@@ -24,7 +25,8 @@ from ._provenance import platform_stamp, source_stamp, versions
 from ._registry import get_model, reference
 from ._sweep import results_line, run_sweep
 
-__all__ = ["Claim", "VerifyReport", "informative", "measure_task", "verify", "worst"]
+__all__ = ["Claim", "VerifyReport", "check_grid", "informative", "measure_task", "verify",
+           "worst"]
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,28 @@ def measure_task(setting: Mapping, backend: str = "python") -> dict:
         return get_model(setting.pop("model")).measure(setting)
 
 
+def check_grid(model: Model, grid: str) -> None:
+    """A :class:`ParameterError` unless ``model`` supplies claims and ``grid`` is one of its
+    grids: what :func:`verify` checks first, and the ``verify`` command before it creates
+    any directory.
+
+    Examples
+    --------
+    >>> check_grid(get_model("two_mixture"), "quick")
+    >>> check_grid(get_model("two_mixture"), "huge")
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: grid='huge'; allowed: quick, default, full
+    """
+    if not model.supports("claims"):
+        raise ParameterError(f"model={model.name!r} supplies no claims to verify")
+    if not model.grids:
+        raise ParameterError(f"model={model.name!r} declares no verification grid (grids = ()); "
+                             f"allowed: a model whose grids name at least one")
+    if grid not in model.grids:
+        raise ParameterError(f"grid={grid!r}; allowed: {', '.join(model.grids)}")
+
+
 def verify(model, grid: str = "quick", variant: str | None = None,
            out: str | Path | None = None, *, executor=None, max_workers: int | None = None,
            progress: bool | None = None, backend: str = "auto") -> VerifyReport:
@@ -212,13 +236,7 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     ['claims', 'raw', 'table']
     """
     model = get_model(model)
-    if not model.supports("claims"):
-        raise ParameterError(f"model={model.name!r} supplies no claims to verify")
-    if not model.grids:
-        raise ParameterError(f"model={model.name!r} declares no verification grid (grids = ()); "
-                             f"allowed: a model whose grids name at least one")
-    if grid not in model.grids:
-        raise ParameterError(f"grid={grid!r}; allowed: {', '.join(model.grids)}")
+    check_grid(model, grid)
     variants = list(model.variants) if variant in (None, "all") else [
         model.resolve_variant(variant)]
     settings, skipped = model.verify_settings(grid, variants)

@@ -47,7 +47,7 @@ from ._reproduce import ATOL, RTOL, differences, rounded
 from ._results import trajectory_record, write_json
 from ._sweep import read_results, results_line
 from ._trajectory import DomainError
-from ._verify import verify
+from ._verify import check_grid, verify
 from ._version import __version__
 
 __all__ = ["main", "run"]
@@ -232,6 +232,7 @@ def _add_verify_arguments(parser: argparse.ArgumentParser, model) -> None:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
+    check_grid(args.model, args.grid)  # before the output directory is made
     out = writable(args.out if args.out is not None else f"results/{args.model.name}", "dir")
     check_run_options(args, out / f"verify-{args.grid}.jsonl")
     with run_executor(args) as (executor, workers):

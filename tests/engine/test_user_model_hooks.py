@@ -27,12 +27,15 @@ def no_grids(monkeypatch):
     return model
 
 
-def test_a_model_without_grids_solves_and_verify_refuses_in_one_line(no_grids, capsys):
+def test_a_model_without_grids_solves_and_verify_refuses_in_one_line(no_grids, capsys,
+                                                                      monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # where verify's default output directory would be made
     assert solve(DeepLinearParams(), model=no_grids).phases["T_half"] > 0
     assert main(["solve", "--model", "deep_linear", "--json"]) == 0
     capsys.readouterr()
     assert main(["verify", "--model", "deep_linear"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "grid" in err[0], err
+    assert not (tmp_path / "results").exists()  # refused before any directory is made
     with pytest.raises(ParameterError, match="no verification grid"):
         verify(no_grids, "quick")
