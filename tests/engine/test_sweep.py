@@ -20,8 +20,6 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # worker processes unpickle the tasks by module name
     sys.path.insert(0, str(HERE))
 
-import _sweep_tasks as tasks  # noqa: E402
-
 from reduced_odes._sweep import (  # noqa: E402
     expand_grid,
     load_grid,
@@ -29,6 +27,8 @@ from reduced_odes._sweep import (  # noqa: E402
     run_sweep,
     setting_key,
 )
+
+from . import _sweep_tasks as tasks  # noqa: E402
 
 META = {"versions": {"reduced_odes": "0.1.0"}, "rtol": 1e-10}
 

@@ -8,10 +8,11 @@ import sys
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
-from spec_reference import spec_rhs
 
 from reduced_odes import SolverConfig, solve
 from reduced_odes.models.induction_head import ModelParams
+
+from .spec_reference import spec_rhs
 
 PAPER = ModelParams(L=200, alpha=0.5, wstar=0.3, sigma=1e-4)
 

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import sympy as sp
 from scipy.integrate import solve_ivp
-from spec_reference import SPEC_IH
 
 from reduced_odes import SolverConfig, load_system, solve
 from reduced_odes._positions import SEQ_LEN as L
@@ -12,6 +11,8 @@ from reduced_odes.models.induction_head import ModelParams, derive_flow
 from reduced_odes.models.induction_head.declaration import ALPHA, W_KQ, WSTAR
 from reduced_odes.models.induction_head.derivation import FULL_STATE
 from reduced_odes.models.induction_head.special import NUMERIC_IMPLEMENTATIONS
+
+from .spec_reference import SPEC_IH
 
 
 @pytest.mark.parametrize("closure", ["linear", "meanfield"])

@@ -5,12 +5,13 @@ import math
 import numpy as np
 import pytest
 import sympy as sp
-from spec_reference import SPEC_DOMAIN, SPEC_G4, SPEC_IH
 
 from reduced_odes._positions import SEQ_LEN as L
 from reduced_odes._symbolic import assert_same
 from reduced_odes.models.induction_head import derive_losses
 from reduced_odes.models.induction_head.declaration import ALPHA, W_KQ, W_V1, W_V2, WSTAR, P
+
+from .spec_reference import SPEC_DOMAIN, SPEC_G4, SPEC_IH
 
 
 @pytest.mark.parametrize("closure", ["linear", "meanfield"])

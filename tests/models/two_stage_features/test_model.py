@@ -3,7 +3,6 @@
 import math
 
 import pytest
-import tsf_reference as ref
 
 from reduced_odes import ParameterError, SettledRule, SolverConfig, solve
 from reduced_odes.models.two_stage_features import MODEL, TwoStageParams, TwoStageThresholds
@@ -14,6 +13,8 @@ from reduced_odes.models.two_stage_features.numerics import (
     require_crossing,
     targets,
 )
+
+from . import reference as ref
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,8 @@ import math
 
 import numpy as np
 import pytest
-from reference import (
+
+from .reference import (
     crossing_time,
     nn2pp_data,
     pack,

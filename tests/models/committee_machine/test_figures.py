@@ -9,7 +9,7 @@ import pytest
 from reduced_odes._results import read_json
 from reduced_odes.models.committee_machine import MODEL
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "figures" / "data" / "committee_machine"
 #: 4 significant digits: a value at a rounding edge may flip its last digit between
 #: machines (1e-3 relative at most); twice that leaves room for the solver's rtol.

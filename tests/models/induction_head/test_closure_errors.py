@@ -2,7 +2,7 @@
 
 Everything here is synthetic and runs in a few seconds: the grid is written by hand
 (2 L x 2 sigma x 2 w*, one setting with T_II = 0), and the ``make_figures`` test
-stubs the other figures' data and drawing, which integrate (tests/induction_head/
+stubs the other figures' data and drawing, which integrate (tests/models/induction_head/
 test_figures.py covers those).
 """
 

@@ -4,10 +4,11 @@ import math
 
 import numpy as np
 import pytest
-import tsf_reference as ref
 
 from reduced_odes.models.two_stage_features import TwoStageParams
 from reduced_odes.models.two_stage_features.unreduced import aligned_weights, estimate
+
+from . import reference as ref
 
 #: Monte-Carlo agreement in standard errors: 4 for the loss (a handful of points),
 #: 4.5 for the ~2 d^2 gradient entries (more comparisons, same false-alarm budget).

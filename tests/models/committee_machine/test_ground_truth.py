@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 import pytest
-from reference import reference_cases, reference_solution, symmetric_fixed_point, t_escape
 from scipy import stats
 
 from reduced_odes._params import ParameterError
@@ -21,6 +20,8 @@ from reduced_odes.models.committee_machine.ground_truth import (
     sgd_steps,
     train,
 )
+
+from .reference import reference_cases, reference_solution, symmetric_fixed_point, t_escape
 
 Q0 = np.array([[0.3, 0.05, 0.02], [0.05, 0.25, -0.04], [0.02, -0.04, 0.4]])
 R0 = np.array([[0.1, 0.02], [0.0, 0.15], [-0.05, 0.03]])

@@ -14,11 +14,12 @@ import math
 
 import numpy as np
 import pytest
-import tsf_reference as ref
 
 from reduced_odes.models.two_stage_features import TwoStageParams
 from reduced_odes.models.two_stage_features.claims import lag_share, measure, peak
 from reduced_odes.models.two_stage_features.numerics import lag_estimate
+
+from . import reference as ref
 
 POINTS = [(TwoStageParams(), 2.1, 1.7, 0.3, 1.5),
           (TwoStageParams(d_P=3, gamma=1.5, N=8), 1.4, 0.9, 0.2, 0.8),

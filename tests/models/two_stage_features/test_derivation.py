@@ -4,13 +4,14 @@ import math
 
 import pytest
 import sympy as sp
-import tsf_reference as ref
 
 from reduced_odes import DerivationError
 from reduced_odes.models.two_stage_features import TwoStageParams
 from reduced_odes.models.two_stage_features.derivation import SYMBOLS as S
 from reduced_odes.models.two_stage_features.derivation import derivation, reduction
 from reduced_odes.models.two_stage_features.numerics import targets
+
+from . import reference as ref
 
 
 @pytest.fixture(scope="module")

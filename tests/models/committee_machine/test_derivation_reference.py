@@ -7,7 +7,11 @@ import math
 
 import numpy as np
 import pytest
-from reference import (
+
+from reduced_odes import SolverConfig, load_system, solve
+from reduced_odes.models.committee_machine import MODEL, CommitteeParams, overlap_state
+
+from .reference import (
     crossing_time,
     nn2pp_data,
     pack,
@@ -17,9 +21,6 @@ from reference import (
     symmetric_fixed_point,
     t_escape,
 )
-
-from reduced_odes import SolverConfig, load_system, solve
-from reduced_odes.models.committee_machine import MODEL, CommitteeParams, overlap_state
 
 CASES = [c["name"] for c in reference_cases()]
 #: nn2pp prints 6 digits: +-1.6e-5 in T_escape per sample (see test_reference.py), x 1.5.

@@ -9,7 +9,7 @@ import pytest
 from reduced_odes._results import read_json
 from reduced_odes.models.two_mixture.export import _named
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "figures" / "data" / "two_mixture"
 
 

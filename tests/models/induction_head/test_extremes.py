@@ -28,7 +28,7 @@ from reduced_odes import DomainError, ParameterError, SolverConfig, _integrate, 
 from reduced_odes.models.induction_head import ModelParams, PhaseThresholds
 from reduced_odes.models.induction_head import kernels as _kernels
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 mp = mpmath.mp
 CLOSURES = ("linear", "meanfield")
 EDGE = {"linear": 0.5, "meanfield": math.sqrt(0.5)}  # first boundary in w_kq (spec section 5)
