@@ -82,14 +82,16 @@ _PROVISIONAL = {
     **dict.fromkeys(("load_grid", "process_pool", "read_results", "run_sweep", "setting_key"),
                     "_sweep"),
     **dict.fromkeys(("Progress",), "_progress"),
-    **dict.fromkeys(("first_sample_crossing",), "_crossing"),
+    **dict.fromkeys(("first_crossing",), "_crossing"),
     **dict.fromkeys(("t_interval",), "_stats"),
     # Result files: JSON documents, trajectories, derivation documents, provenance.
     **dict.fromkeys(("read_json", "render_documents", "trajectory_record", "write_documents",
                      "write_json"),
                     "_results"),
     **dict.fromkeys(("versions",), "_provenance"),
-    **dict.fromkeys(("FIGURE_DIGITS", "rounded"), "_reproduce"),
+    # The one JSON-safe encoding (rounded to significant digits if asked).
+    **dict.fromkeys(("json_safe",), "_io"),
+    **dict.fromkeys(("FIGURE_DIGITS",), "_reproduce"),
     # Figures in the house style, with deterministic bytes.
     **dict.fromkeys(("COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE",
                      "TIME_LABEL", "as_array", "draw_from_data", "house_style", "log_time_axis",

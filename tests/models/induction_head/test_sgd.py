@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 
+from reduced_odes.author import first_crossing
 from reduced_odes.models.induction_head.attention import (
     ATTENTIONS,
     loss_and_grad,
@@ -22,7 +23,6 @@ from reduced_odes.models.induction_head.sgd import (
     SGDConfig,
     SGDTrajectory,
     _expected_loss_g4,
-    first_crossing,
     simulate_sgd,
 )
 
