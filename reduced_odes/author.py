@@ -49,6 +49,8 @@ import importlib
 _STABLE = {
     # The contract: what a model is and owes the engine.
     **dict.fromkeys(("Crossing", "Model", "SettledRule"), "_contract"),
+    # Hooks by role: the modules of a model's package and the jobs they do.
+    **dict.fromkeys(("ROLES", "roles"), "_roles"),
     **dict.fromkeys(("DerivationError",), "_errors"),
     # Parameters: declared fields with ranges, and the one error of bad input.
     **dict.fromkeys(("ParameterError", "Parameters", "Range", "choice", "flag", "integer",
