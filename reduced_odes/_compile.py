@@ -44,7 +44,8 @@ from ._params import warn
 from ._registry import get_model
 from ._version import __version__
 
-__all__ = ["CompiledSystem", "cache_dir", "cached_symbolic", "load_system", "write_cache_files"]
+__all__ = ["CompiledSystem", "cache_dir", "cached_symbolic", "is_cached", "load_system",
+           "write_cache_files"]
 
 #: Bump when the generated code changes shape, to invalidate old cache entries.
 CODEGEN_VERSION = "5"
@@ -547,6 +548,24 @@ def load_system(model, variant: str | None = None, *, structure: Mapping[str, An
     system = _load_system(model, variant, structure, directory)
     _RECENT[recent_key] = (time.monotonic(), system)
     return system
+
+
+def is_cached(model, variant: str, structure: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``model``'s system for ``variant`` (and ``structure``) is in the cache, so
+    that :func:`load_system` reads it instead of deriving it.
+
+    Examples
+    --------
+    >>> _ = load_system("deep_linear")
+    >>> is_cached("deep_linear", "default")
+    True
+    """
+    model = get_model(model)
+    if structure is None:
+        structure = model.structure(model.make_params({})) if model.structural else {}
+    name = _system_name(model.resolve_variant(variant), structure)
+    index = cache_dir() / f"index-{derivation_key(model, name)}.json"
+    return _cached(model.name, name, index) is not None
 
 
 def _load_system(model, variant: str, structure: Mapping[str, Any],
