@@ -43,15 +43,19 @@ def systems(model: Model, variants: Iterable[str],
     >>> from reduced_odes.models import get_model
     >>> machine = get_model("committee_machine")
     >>> [s[1:] for s in systems(machine, ["erf"], [{"activation": "erf", "K": 3, "M": 3}])]
-    [('erf', (('K', 3), ('M', 3)))]
+    [('erf', (('K', 3), ('M', 3), ('finite_eta', False)))]
     """
-    defaults = model.structure(model.make_params({})) if model.structural else {}
     if settings is None:
         settings = [{model.variant_option: variant} for variant in variants]
-    found = dict.fromkeys(
-        (reference(model), model.resolve_variant(s.get(model.variant_option)),
-         tuple((name, s.get(name, value)) for name, value in sorted(defaults.items())))
-        for s in settings)
+    names = {f.name for f in model.Params.declared()}
+    found: dict[System, None] = {}
+    for setting in settings:
+        try:
+            params = model.make_params({k: v for k, v in setting.items() if k in names})
+        except ParameterError:  # left to the run, which says why
+            continue
+        variant = model.resolve_variant(setting.get(model.variant_option))
+        found[reference(model), variant, tuple(sorted(model.structure(params).items()))] = None
     return list(found)
 
 
