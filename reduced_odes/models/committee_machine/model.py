@@ -14,14 +14,8 @@ from __future__ import annotations
 
 import math
 
-from reduced_odes.author import (
-    CommittedFigures,
-    Crossing,
-    Model,
-    ParameterError,
-    SettledRule,
-    roles,
-)
+from reduced_odes import ParameterError
+from reduced_odes.author import CommittedFigures, Crossing, Model, SettledRule, roles
 
 from .params import ACTIVATIONS, CommitteeParams, PhaseLevels, initial_overlaps, overlap_state
 

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import math
 
-from reduced_odes.author import (
-    CommittedFigures,
-    Crossing,
-    Model,
-    ParameterError,
-    SettledRule,
-    roles,
-)
+from reduced_odes import ParameterError
+from reduced_odes.author import CommittedFigures, Crossing, Model, SettledRule, roles
 
 from .numerics import initial_moments, reduced_loss, square_optimum
 from .params import LOSSES, TwoMixtureParams, initial_theta
