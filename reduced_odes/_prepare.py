@@ -65,6 +65,12 @@ def _label(system: System) -> str:
     return f"{ref} {variant}{shape}"
 
 
+def _size(system: System) -> float:
+    """Largest first: the sum of the structure's integers (units, heads: each adds terms to
+    derive), so that the longest derivations start first and the pool ends together."""
+    return -sum(v for _, v in system[2] if isinstance(v, int) and not isinstance(v, bool))
+
+
 def _derive(system: System) -> str:
     """Derive and compile ``system`` into the cache (a pool's task); its label."""
     ref, variant, structure = system
@@ -107,8 +113,8 @@ def derive_all(wanted: Iterable[System], executor: Executor, *, show: bool = Tru
     ...     derive_all(systems(get_model("deep_linear"), ["default"]), pool, show=False)
     0
     """
-    missing = [s for s in dict.fromkeys(wanted)
-               if not is_cached(get_model(s[0]), s[1], dict(s[2]))]
+    missing = sorted((s for s in dict.fromkeys(wanted)
+                      if not is_cached(get_model(s[0]), s[1], dict(s[2]))), key=_size)
     if not missing:
         return 0
     with Activity(f"deriving {len(missing)} system(s), once (SymPy; cached afterwards)",
