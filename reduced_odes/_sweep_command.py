@@ -36,6 +36,7 @@ from ._cli_options import (
     run_executor,
     writable,
 )
+from ._grid import load_grid
 from ._integrate import solve
 from ._params import ParameterError, SolverConfig
 from ._prepare import prepare
@@ -43,7 +44,7 @@ from ._progress import Progress
 from ._provenance import platform_stamp, source_stamp, versions
 from ._registry import get_model, reference
 from ._setting import Setting, allowed_keys
-from ._sweep import load_grid, run_sweep
+from ._sweep import run_sweep
 
 __all__ = ["HELP", "add_arguments", "run", "solve_setting"]
 

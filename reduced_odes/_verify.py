@@ -23,7 +23,8 @@ from ._params import ParameterError, SolverConfig
 from ._prepare import prepare
 from ._provenance import platform_stamp, source_stamp, versions
 from ._registry import get_model, reference
-from ._sweep import results_line, run_sweep
+from ._results import results_line
+from ._sweep import run_sweep
 
 __all__ = ["Claim", "VerifyReport", "check_grid", "informative", "measure_task", "verify",
            "worst"]

@@ -44,8 +44,8 @@ from ._io import atomic_write
 from ._params import METHODS, ParameterError, SolverConfig
 from ._registry import DEFAULT_MODEL, get_model, registered_models
 from ._reproduce import ATOL, RTOL, differences, rounded
-from ._results import trajectory_record, write_json
-from ._sweep import read_results, results_line
+from ._results import results_line, trajectory_record, write_json
+from ._results_file import read_results
 from ._trajectory import DomainError
 from ._verify import check_grid, verify
 from ._version import __version__

@@ -24,20 +24,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reduced_odes._grid import MAX_GRID_SETTINGS, load_grid
 from reduced_odes._registry import get_model
 from reduced_odes._reproduce import differences
-from reduced_odes._results import DataFileError, read_json
-from reduced_odes._setting import allowed_keys
-from reduced_odes._sweep import (
-    MAX_GRID_SETTINGS,
+from reduced_odes._results import (
+    DataFileError,
     ResultsFileError,
-    load_grid,
-    read_results,
-    repair_results,
+    read_json,
     results_line,
-    run_sweep,
     setting_key,
 )
+from reduced_odes._results_file import read_results, repair_results
+from reduced_odes._setting import allowed_keys
+from reduced_odes._sweep import run_sweep
 from reduced_odes.cli import EXIT_BAD_INPUT, main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -335,9 +334,9 @@ def test_equal_numbers_are_one_setting(tmp_path, capsys):
 
 def test_a_huge_grid_is_refused_by_its_size_before_it_is_expanded(tmp_path, capsys,
                                                                  monkeypatch):
-    import reduced_odes._sweep as sweep
+    import reduced_odes._grid as grid
 
-    monkeypatch.setattr(sweep, "expand_grid", lambda spec: pytest.fail("expanded"))
+    monkeypatch.setattr(grid, "expand_grid", lambda spec: pytest.fail("expanded"))
     axis = ", ".join(str(0.5 + i / 1000) for i in range(1000))
     sigma = ", ".join(f"{(i + 1) / 1e4}" for i in range(100))
     rtol = ", ".join(f"{(i + 1) / 1e9}" for i in range(100))
