@@ -42,7 +42,7 @@ from ._params import ParameterError, SolverConfig
 from ._prepare import prepare
 from ._progress import Progress
 from ._provenance import platform_stamp, source_stamp, versions
-from ._registry import get_model, reference
+from ._registry import get_model, reference, registered_names
 from ._setting import Setting, allowed_keys
 from ._sweep import run_sweep
 
@@ -125,8 +125,12 @@ def _grid_settings(args: argparse.Namespace, model) -> tuple[list[dict[str, Any]
 
 
 def _check_models(model, ref: str, settings: list[dict[str, Any]]) -> None:
-    """ParameterError unless every ``model`` a grid names is the command's (``--model``),
-    resolved by the same rules; a grid runs one model."""
+    """ParameterError unless every ``model`` a grid names is the command's (``--model``).
+
+    A grid is data: it may name a registered model (built-in or an entry point), or repeat
+    the command's ``--model`` as it was given; a model from a file or a module comes from
+    ``--model`` only.  Nothing a grid names is imported before it passes that check.
+    """
     checked = {model.name, ref}
     for value in {repr(s["model"]): s["model"] for s in settings if "model" in s}.values():
         if not isinstance(value, str):
@@ -134,11 +138,12 @@ def _check_models(model, ref: str, settings: list[dict[str, Any]]) -> None:
                                  f"allowed: {ref!r} (the command's --model) or no model key")
         if value in checked:
             continue
-        try:
-            named = get_model(value)
-        except ParameterError as exc:  # it names no model
-            raise ParameterError(f"grid key {exc}") from None
-        if named is not model and reference(named) != ref:
+        if value not in (names := registered_names()):
+            raise ParameterError(f"grid key model={value!r} is not registered; allowed in a "
+                                 f"grid: {ref!r} (the command's --model) or a registered "
+                                 f"name ({', '.join(names)}); a model from a file or module "
+                                 f"comes from --model only")
+        if get_model(value) is not model:
             raise ParameterError(f"grid key model={value!r} is not the command's model "
                                  f"{ref!r}; allowed: {ref!r} or no model key (one sweep "
                                  f"per model, each with its --model)")

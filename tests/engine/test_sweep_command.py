@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from reduced_odes import solve
-from reduced_odes._sweep import load_grid, read_results, run_sweep
+from reduced_odes._grid import load_grid
+from reduced_odes._results_file import read_results
+from reduced_odes._sweep import run_sweep
 from reduced_odes._sweep_command import solve_setting
 from reduced_odes.models.induction_head import ModelParams
 
@@ -113,3 +115,28 @@ def test_python_api_with_an_external_executor(tmp_path):
         again = run_sweep(settings, solve_setting, path, executor=pool, progress=False)
     assert (report.completed, report.failed, again.skipped, again.completed) == (4, 0, 4, 0)
     assert all(json.dumps(r["result"]) for r in report.records)
+
+
+@pytest.mark.parametrize("reference", ["this:s", "{evil}:MODEL"])
+def test_a_grid_file_imports_nothing_it_names(tmp_path, capsys, reference):
+    """Issue 34 defect 6 and item 5: grids are data.  A grid's ``model`` key that is not a
+    registered name (nor the command's ``--model``) is refused in one line, before it is
+    imported: ``this`` prints a poem on import, and the file would leave a marker."""
+    from reduced_odes.cli import EXIT_BAD_INPUT, main
+
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    reference = reference.format(evil=evil)
+    grid = tmp_path / "grid.toml"
+    grid.write_text(f'[grid]\nsigma = 0.01\nmodel = "{reference}"\n')
+    assert "this" not in sys.modules
+    status = main(["sweep", "--model", "deep_linear", "--grid", str(grid), "--out",
+                   str(tmp_path / "r.jsonl"), "--backend", "python", "--no-progress"])
+    captured = capsys.readouterr()
+    err = [line for line in captured.err.splitlines() if line.strip()]
+    assert status == EXIT_BAD_INPUT and len(err) == 1, captured
+    assert f"grid key model={reference!r} is not registered" in err[0]
+    assert "comes from --model only" in err[0]
+    assert "this" not in sys.modules and not marker.exists()
+    assert "Zen" not in captured.out
