@@ -66,6 +66,9 @@ class SweepReport:
 #: amortise the per-task costs (pickling, a round trip, the results file's fsync),
 #: short enough that an interrupt loses at most this much finished work per worker.
 CHUNK_SECONDS = 0.25
+#: Seconds of reading a results file back before its progress is shown (a large file's
+#: resume takes minutes: one line per 5% or 30 s in a log).
+READ_QUIET_SECONDS = 2.0
 MAX_CHUNK = 256
 
 
@@ -228,15 +231,19 @@ def _reusable(record: dict, metadata: Mapping[str, Any]) -> bool:
                                       if k in metadata)
 
 
-def _still_to_run(todo: dict[str, GridPoint], path: Path, metadata: dict
-                  ) -> dict[str, GridPoint]:
+def _still_to_run(todo: dict[str, GridPoint], path: Path, metadata: dict,
+                  progress: bool | None) -> dict[str, GridPoint]:
     """The settings of ``todo`` without a reusable result in ``path``, which is streamed:
     what is kept of each line is whether its setting is done (memory bounded by ``todo``,
     not by the file).  A torn last line is cut off, so that appends start on a fresh line.
     """
     pending, stale = dict(todo), set()
     reader = ResultsReader(path)
-    for _, record in reader:
+    report = Progress(f"reading {path.name}", os.path.getsize(path), show=progress,
+                      quiet=READ_QUIET_SECONDS)
+    for count, (_, record) in enumerate(reader, 1):
+        if count % 1000 == 0:  # in bytes: the file's size is known, its lines are not
+            report.update(reader.intact)
         key = record["key"]
         if key not in pending:  # done already, or not in this grid
             continue
@@ -245,6 +252,8 @@ def _still_to_run(todo: dict[str, GridPoint], path: Path, metadata: dict
             stale.discard(int(key[:16], 16))
         elif "result" in record:
             stale.add(int(key[:16], 16))  # 64 bits of the key: a count, not a lookup
+    report.update(reader.intact)
+    report.close()
     if reader.intact < os.path.getsize(path):
         os.truncate(path, reader.intact)
     if stale:
@@ -258,7 +267,7 @@ def _run_pending(todo: dict[str, GridPoint], task: Callable, path: Path, executo
                  max_workers: int | None, progress: bool | None, metadata: dict,
                  prepare: Callable | None) -> dict:
     """Run the settings of ``todo`` without a result in ``path``; ``{ok: count}``."""
-    pending = _still_to_run(todo, path, metadata)
+    pending = _still_to_run(todo, path, metadata, progress)
     outcomes: dict[bool, int] = {True: 0, False: 0}
     if not pending:
         return outcomes

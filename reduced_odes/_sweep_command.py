@@ -48,6 +48,9 @@ from ._sweep import run_sweep
 
 __all__ = ["HELP", "add_arguments", "run", "solve_setting"]
 
+#: Seconds of checking a grid before its progress is shown (then the error of a bad setting
+#: found later is the last line on stderr, after the progress lines).
+CHECK_QUIET_SECONDS = 2.0
 HELP = "solve every setting of a TOML grid, in parallel, resumably (one JSON line each)"
 
 
@@ -106,10 +109,10 @@ def _grid_settings(args: argparse.Namespace, model) -> tuple[list[dict[str, Any]
     defaults = {"model": ref, model.variant_option: args.variant, "backend": backend}
     for i, setting in enumerate(settings):  # in place: a large grid is not held twice
         settings[i] = defaults | setting | {"model": ref}
-    # On a terminal only: read by a program, stderr before a bad setting's exit 2 must hold
-    # that one line alone.
-    report = Progress("checking grid", len(settings), show=args.progress and sys.stderr.isatty(),
-                      quiet=2.0)
+    # On a terminal a line rewritten in place; in a log, plain lines (one per 5% or 30 s).
+    # None in the first seconds: a small grid's exit 2 leaves its error line alone.
+    report = Progress("checking grid", len(settings), show=args.progress,
+                      quiet=CHECK_QUIET_SECONDS)
     try:
         for done, setting in enumerate(settings, 1):
             try:

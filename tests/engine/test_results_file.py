@@ -88,3 +88,22 @@ def test_resume_memory_does_not_grow_with_the_results_file(tmp_path):
     # allocations, not time: the figure is the same on any machine load).
     assert large - small < 64 * 1024, (small, large)
     assert len(read_results(tmp_path / "large.jsonl", quiet=True)) == 4000
+
+
+def test_a_long_resume_shows_progress_in_a_log(tmp_path, capsys, monkeypatch):
+    """Issue 34 defect 17: reading a large results file back takes minutes; past the quiet
+    seconds (none here: no clock in the test) a log gets plain lines of the bytes read."""
+    import reduced_odes._sweep as sweep
+
+    monkeypatch.setattr(sweep, "READ_QUIET_SECONDS", 0.0)
+    path = tmp_path / "r.jsonl"
+    settings = [{"x": x} for x in range(3000)]
+    with ThreadPoolExecutor(1) as pool:
+        run_sweep(settings, _square, path, executor=pool, progress=False)
+        capsys.readouterr()
+        run_sweep(settings, _square, path, executor=pool, progress=True, collect=False)
+    err = capsys.readouterr().err
+    size = path.stat().st_size
+    lines = [line for line in err.splitlines() if line.startswith("reading r.jsonl")]
+    assert "\r" not in err and len(lines) >= 2, err
+    assert lines[-1].startswith(f"reading r.jsonl {size}/{size} (100%)"), err

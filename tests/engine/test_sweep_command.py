@@ -140,3 +140,32 @@ def test_a_grid_file_imports_nothing_it_names(tmp_path, capsys, reference):
     assert "comes from --model only" in err[0]
     assert "this" not in sys.modules and not marker.exists()
     assert "Zen" not in captured.out
+
+
+def test_a_log_gets_plain_progress_lines_while_a_grid_is_checked(tmp_path, capsys,
+                                                                 monkeypatch):
+    """Issue 34 defect 17: checking a large grid showed progress on a terminal only, so a
+    log saw nothing for a minute.  Past the quiet seconds (none here, so that the test does
+    not depend on the clock) a log gets plain lines, one per 5%, with no carriage return."""
+    import reduced_odes._sweep_command as command
+    from reduced_odes.cli import main
+
+    class Checked(BaseException):
+        """Raised where the sweep would start: the grid has been checked."""
+
+    def checked(*args, **kwargs):
+        raise Checked
+
+    monkeypatch.setattr(command, "CHECK_QUIET_SECONDS", 0.0, raising=False)
+    monkeypatch.setattr(command, "run_sweep", checked)
+    grid = tmp_path / "grid.toml"
+    grid.write_text("[grid]\ns = [" + ", ".join(str(1 + i / 1000) for i in range(2000))
+                    + "]\nsigma = 0.01\n")
+    with pytest.raises(Checked):
+        main(["sweep", "--model", "deep_linear", "--grid", str(grid), "--out",
+              str(tmp_path / "r.jsonl"), "--backend", "python"])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("checking grid")]
+    assert "\r" not in err  # capsys is no terminal: plain lines
+    assert [line.split(" (")[0] for line in lines] == ["checking grid 1000/2000",
+                                                       "checking grid 2000/2000"], err
