@@ -250,6 +250,9 @@ def _solve_on(setting: Setting) -> Trajectory:
     system = load_system(model, variant, structure=model.structure(params))
     args = tuple(float(a) for a in model.parameter_values(params, variant))
     y0 = _initial_state(model, params, variant, setting.initial, system, args)
+    if isinstance(rule := model.settled(params, variant), SettledRule):  # before any step
+        rule.check(system.coordinate_names, system.state_names, system.observable_names,
+                   f"model {model.name!r}")
     label = run_label(setting)
     problem = Problem(system, args, y0, _LazyRule(model, params, variant, system, args),
                       _horizon(model, params, variant, label), float(model.tail), solver.t_end,
