@@ -56,6 +56,7 @@ from ._driver import Problem, _Run
 from ._ivp import _ivp_run
 from ._lsoda import _FastPathUnavailable, _lsoda_run
 from ._params import ParameterError, Parameters, SolverConfig, _number
+from ._retries import note_retry
 from ._setting import Setting
 from ._trajectory import (
     DomainError,
@@ -206,6 +207,8 @@ def solve(params: Parameters | Setting, variant: str | None = None,
                           setting.solver.backend, first)
     if setting.solver.cross_check:
         result = cross_checked(result, setting)
+    if result.fallback_reason is not None:  # for a job that sees no trajectory (verify)
+        note_retry(f"{run_label(setting)}: {result.fallback_reason}")
     return result
 
 
