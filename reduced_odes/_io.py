@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write", "json_safe", "naming"]
+__all__ = ["atomic_write", "exclusive", "json_safe", "naming"]
 
 
 @contextlib.contextmanager
@@ -61,6 +61,38 @@ def atomic_write(path: Path, text: str | bytes | Iterable[bytes]) -> None:
     """
     with naming(path):
         _write_then_rename(Path(path), text)
+
+
+@contextlib.contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """Run the block holding an exclusive lock on the file ``path`` (created if need be),
+    waiting while another process holds it.
+
+    Two processes sharing a cache (a test session's workers, a job's pool) then do one
+    piece of work once: the second waits, and finds the first one's files.  Where no lock
+    can be taken (no ``fcntl``, a directory that is not writable) the block runs unlocked:
+    every write is atomic (:func:`atomic_write`), so the worst is the work done twice.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with exclusive(Path(tempfile.mkdtemp()) / "derive.lock"):
+    ...     "one at a time"
+    'one at a time'
+    """
+    try:
+        import fcntl
+
+        handle = open(path, "a")  # closed below, after the block
+    except (ImportError, OSError):
+        yield
+        return
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes
+        except OSError:
+            pass
+        yield
 
 
 def _write_then_rename(path: Path, text: str | bytes | Iterable[bytes]) -> None:

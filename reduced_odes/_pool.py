@@ -6,8 +6,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import os
-import time
 
+from ._lifetime import exit_with_parent
 from ._results_file import HELD_LOCKS
 
 __all__ = ["process_pool", "stop_pool", "worker_count"]
@@ -27,19 +27,11 @@ def worker_count(requested: int | None, tasks: int) -> int:
     return max(1, min(requested or cores, cores, tasks))
 
 
-def _watch_parent(parent: int) -> None:
-    """Exit this worker once its parent is gone (re-parented: a SIGKILL leaves no cleanup)."""
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(1)
-
-
 def _worker_init(parent: int) -> None:
     """Worker set-up: Ctrl-C is the parent's to handle, no worker outlives its parent, and
     the worker's garbage collector leaves what it inherited alone."""
     import gc
     import signal
-    import threading
 
     # Everything forked from the parent (numba's and SymPy's objects, a loaded twin) lives as
     # long as the worker: frozen, the collector does not walk it again on every full
@@ -50,7 +42,7 @@ def _worker_init(parent: int) -> None:
     for fd in list(HELD_LOCKS):
         with contextlib.suppress(OSError):
             os.close(fd)
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    exit_with_parent(parent)
 
 
 def process_pool(requested: int | None, tasks: int) -> cf.ProcessPoolExecutor:

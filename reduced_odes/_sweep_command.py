@@ -1,6 +1,6 @@
 """``reduced-odes sweep``: :func:`~reduced_odes.solve` over a TOML grid, resumably.
 
-Each setting of the grid (see :func:`reduced_odes._sweep.load_grid`) is a table of
+Each setting of the grid (see :func:`reduced_odes._grid.load_grid`) is a table of
 
 * the model's parameters (the fields of ``model.Params``),
 * its variant, under the model's variant option (e.g. ``closure``; default: the

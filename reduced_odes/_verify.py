@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -212,6 +213,11 @@ def check_grid(model: Model, grid: str) -> None:
         raise ParameterError(f"grid={grid!r}; allowed: {', '.join(model.grids)}")
 
 
+def _shown(progress: bool | None) -> bool:
+    """Whether progress goes to stderr: as asked, else only on a terminal."""
+    return sys.stderr.isatty() if progress is None else progress
+
+
 def verify(model, grid: str = "quick", variant: str | None = None,
            out: str | Path | None = None, *, executor=None, max_workers: int | None = None,
            progress: bool | None = None, backend: str = "auto") -> VerifyReport:
@@ -233,7 +239,8 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     max_workers : int, optional
         Processes of the default pool (capped at the cores and the settings).
     progress : bool, optional
-        Progress on stderr (None: only on a terminal).
+        Progress on stderr (None: only on a terminal): a line while each system not yet
+        in the cache is derived, then the count of settings with its ETA (from then on).
     backend : {"auto", "python", "numba"}
         Where the trajectories run; ``auto``: numba when installed and the grid
         is large (:func:`reduced_odes._backend.for_job`), else python.
@@ -267,7 +274,8 @@ def verify(model, grid: str = "quick", variant: str | None = None,
                       functools.partial(measure_task, backend=backend), raw,
                       executor=executor, max_workers=max_workers, progress=progress,
                       metadata=metadata,
-                      prepare=lambda pending: prepare(model, variants, backend))
+                      prepare=lambda pending: prepare(model, variants, backend, pending,
+                                                      show=_shown(progress)))
     records = sweep.records
     if len(records) == len(settings):
         # Complete: rewrite in grid order, so the file does not depend on worker timing.

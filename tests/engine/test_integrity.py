@@ -40,6 +40,9 @@ from reduced_odes._sweep import run_sweep
 from reduced_odes.cli import EXIT_BAD_INPUT, main
 
 ROOT = Path(__file__).resolve().parents[2]
+#: A hang guard only, never a measure of speed (no test depends on the clock): a correct
+#: run takes seconds to minutes even on a loaded machine; a hung one fails within CI's time.
+HANG_GUARD_S = 1800
 #: Cheap and deterministic for the default run; ``-m slow`` runs the larger variants.
 QUICK = settings(max_examples=12, deadline=None, derandomize=True, database=None,
                  suppress_health_check=[HealthCheck.too_slow])
@@ -439,7 +442,7 @@ def test_an_empty_cache_variable_is_unset(tmp_path):
     work.mkdir()
     result = subprocess.run([sys.executable, "-m", "reduced_odes", "solve", "--model",
                              "deep_linear", "--json"], capture_output=True, text=True,
-                            timeout=300, cwd=work,
+                            timeout=HANG_GUARD_S, cwd=work,
                             env={**os.environ, "PYTHONPATH": str(ROOT),
                                  "REDUCED_ODES_CACHE": "", "XDG_CACHE_HOME": str(xdg)})
     assert result.returncode == 0, result.stderr
@@ -452,7 +455,7 @@ def test_an_empty_openblas_coretype_is_unset():
 
     code = "import os, reduced_odes; print(os.environ['OPENBLAS_CORETYPE'])"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT),
+                            timeout=HANG_GUARD_S, env={**os.environ, "PYTHONPATH": str(ROOT),
                                               "OPENBLAS_CORETYPE": ""})
     pinned = {"avx2", "fma"} <= _cpu_flags()
     assert result.stdout.strip() == (KERNEL if pinned else "")

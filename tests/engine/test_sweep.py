@@ -196,10 +196,10 @@ def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
         start_new_session=True,  # own process group: killpg reaches the pool's workers too
     )
     try:
-        deadline = time.monotonic() + 60
+        # No clock: it waits for the fourth line however slow the machine; a sweep that
+        # exits without writing them fails here.
         while not (path.exists() and path.read_bytes().count(b"\n") >= 4):
             assert proc.poll() is None, "the sweep subprocess exited early"
-            assert time.monotonic() < deadline, "the sweep subprocess wrote nothing"
             time.sleep(0.01)
     finally:
         with contextlib.suppress(ProcessLookupError):

@@ -17,6 +17,9 @@ from reduced_odes._sweep_command import solve_setting
 from reduced_odes.models.induction_head import ModelParams
 
 ROOT = Path(__file__).resolve().parents[2]
+#: A hang guard only, never a measure of speed (no test depends on the clock): a correct
+#: run takes seconds to minutes even on a loaded machine; a hung one fails within CI's time.
+HANG_GUARD_S = 1800
 
 GRID = """
 [grid]
@@ -35,7 +38,7 @@ def _cli(*args, cwd):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     return subprocess.run([sys.executable, "-m", "reduced_odes", "sweep", *args], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
 
 
 def test_cli_sweep_writes_one_line_per_setting_and_a_rerun_skips_all(tmp_path):
