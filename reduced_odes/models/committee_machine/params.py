@@ -26,7 +26,7 @@ __all__ = ["ACTIVATIONS", "CommitteeParams", "PhaseLevels", "initial_overlaps",
            "overlap_state"]
 
 #: The model's variants: the activation of student and teacher alike.
-ACTIVATIONS = ("erf", "relu", "linear")
+ACTIVATIONS = ("erf", "relu", "linear", "tanh", "sigmoid", "gelu", "softplus", "silu")
 
 #: Largest width: every (K, M) derives a system of K(K+1)/2 + K M variables, and the
 #: learning-rate term sums (K + M)^2 four-point kernels per student pair.
