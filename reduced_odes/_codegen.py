@@ -15,15 +15,99 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.metadata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from ._errors import DerivationError
 from ._version import __version__
 
-__all__ = ["CODEGEN_VERSION", "generate"]
+__all__ = ["CODEGEN_VERSION", "CompiledSystem", "generate"]
 
 #: Bump when the generated code changes shape, to invalidate old cache entries.
 CODEGEN_VERSION = "5"
+@dataclass(frozen=True)
+class CompiledSystem:
+    """Numerical callables of one model variant's flow in its integration coordinates.
+
+    Every callable takes the state ``y`` (a sequence in ``coordinates`` order)
+    and then the model's parameter values, in ``Derivation.parameters`` order.
+
+    Attributes
+    ----------
+    model, variant : str
+    rhs : callable
+        ``rhs(t, y, *params) -> list`` of the rates.
+    jac : callable
+        ``jac(t, y, *params) -> n x n nested list``.
+    observables : callable
+        ``observables(y, *params) -> [*observables, *domain margins]``.
+    margins : callable
+        ``margins(y, *params) -> [domain margins]`` alone (each ``> 0`` inside).
+    state : callable
+        ``state(y, *params) -> [state variables]`` (the coordinate changes undone).
+    coordinates : callable
+        ``coordinates(x, *params) -> [integration coordinates]`` of a state ``x``.
+    coordinate_names, state_names, observable_names, domain_labels : tuple of str
+    coordinate_ranges : tuple of str
+        For each state variable, the values its coordinate can represent.
+    loss : callable
+        ``loss(y, *params) -> [L]``, the model's (reduced) loss.
+    blocks : tuple of tuple of int
+        The coordinate indices of each independent block (:class:`~reduced_odes.Block`),
+        or empty.  The module then also defines ``rhs_block<b>`` and ``jac_block<b>``, the
+        flow of block ``b`` in its own coordinates.
+    log_times : tuple of float or None
+        Each block's ``log_time``.
+
+    Examples
+    --------
+    Made by :func:`~reduced_odes._compile.load_system`; the deep linear network integrates
+    ``ln a, ln b``:
+
+    >>> import math
+    >>> from reduced_odes._compile import load_system
+    >>> system = load_system("deep_linear")
+    >>> system.coordinate_names, system.state_names, system.observable_names
+    (('log_a', 'log_b'), ('a', 'b'), ('u', 'loss'))
+    >>> y, s = [0.0, 0.0], 2.0  # a = b = 1, target s = 2
+    >>> system.rhs(0.0, y, s), system.loss(y, s), system.state([math.log(0.5), 0.0], s)
+    ([1.0, 1.0], [0.5], [0.5, 1.0])
+    """
+
+    model: str
+    variant: str
+    rhs: Callable
+    jac: Callable
+    observables: Callable
+    margins: Callable
+    state: Callable
+    coordinates: Callable
+    coordinate_names: tuple[str, ...]
+    state_names: tuple[str, ...]
+    observable_names: tuple[str, ...]
+    domain_labels: tuple[str, ...]
+    key: str
+    path: Path
+    coordinate_ranges: tuple[str, ...] = ()
+    loss: Callable | None = None
+    blocks: tuple[tuple[int, ...], ...] = ()
+    log_times: tuple[float | None, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.coordinate_names)
+
+
+def _system_from_module(module, path: Path) -> CompiledSystem:
+    return CompiledSystem(module.MODEL, module.VARIANT, module.rhs, module.jac,
+                          module.observables, module.margins, module.state, module.coordinates,
+                          tuple(module.COORDINATES), tuple(module.STATE),
+                          tuple(module.OBSERVABLES), tuple(module.DOMAIN_LABELS), module.KEY, path,
+                          tuple(module.COORDINATE_RANGES), module.loss,
+                          tuple(map(tuple, module.BLOCKS)), tuple(module.LOG_TIMES))
+
+
 @functools.cache
 def _sympy_version() -> str:
     return importlib.metadata.version("sympy")

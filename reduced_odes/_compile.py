@@ -1,9 +1,13 @@
 """Compile a model's derivation into plain-Python numerical code, cached on disk.
 
 The right-hand side, Jacobian, observables and domain margins are generated as
-straight-line Python by :mod:`reduced_odes._codegen`; loading a generated
-module never imports SymPy.  The model's parameters are runtime arguments, so a new
-parameter setting never re-derives or recompiles anything.
+straight-line Python (``math`` only) after common-subexpression elimination.
+If the derivation names a kernels module, the special functions of one
+argument tuple are evaluated by one call of that module's cheapest fused
+kernel that provides them all (which shares their exponentials).  The
+generated module imports nothing else, so loading it never imports SymPy.
+The model's parameters are runtime arguments, so a new parameter setting
+never re-derives or recompiles anything.
 
 Cache layout (``$REDUCED_ODES_CACHE`` or ``$XDG_CACHE_HOME/reduced-odes``):
 
@@ -30,94 +34,23 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._codegen import CODEGEN_VERSION, _versions, generate
+from ._codegen import CODEGEN_VERSION, CompiledSystem, _system_from_module, _versions, generate
 from ._errors import DerivationError
-from ._io import atomic_write
+from ._io import atomic_write, exclusive
 from ._params import warn
 from ._registry import get_model
 
-__all__ = ["CompiledSystem", "cache_dir", "cached_symbolic", "load_system", "write_cache_files"]
+__all__ = ["CompiledSystem", "cache_dir", "cached_symbolic", "is_cached", "load_system",
+           "write_cache_files"]
 
 #: The engine's symbolic modules: a change to any of them re-derives every model.
 _ENGINE_SOURCES = ("_gaussian.py", "_positions.py", "_symbolic.py", "_contract.py",
                    "_compile.py", "_codegen.py", "_activations.py", "_expectation.py",
                    "_quadrature.py", "_kernel_functions.py")
 _PACKAGE_DIR = Path(__file__).resolve().parent
-
-
-@dataclass(frozen=True)
-class CompiledSystem:
-    """Numerical callables of one model variant's flow in its integration coordinates.
-
-    Every callable takes the state ``y`` (a sequence in ``coordinates`` order)
-    and then the model's parameter values, in ``Derivation.parameters`` order.
-
-    Attributes
-    ----------
-    model, variant : str
-    rhs : callable
-        ``rhs(t, y, *params) -> list`` of the rates.
-    jac : callable
-        ``jac(t, y, *params) -> n x n nested list``.
-    observables : callable
-        ``observables(y, *params) -> [*observables, *domain margins]``.
-    margins : callable
-        ``margins(y, *params) -> [domain margins]`` alone (each ``> 0`` inside).
-    state : callable
-        ``state(y, *params) -> [state variables]`` (the coordinate changes undone).
-    coordinates : callable
-        ``coordinates(x, *params) -> [integration coordinates]`` of a state ``x``.
-    coordinate_names, state_names, observable_names, domain_labels : tuple of str
-    coordinate_ranges : tuple of str
-        For each state variable, the values its coordinate can represent.
-    loss : callable
-        ``loss(y, *params) -> [L]``, the model's (reduced) loss.
-    blocks : tuple of tuple of int
-        The coordinate indices of each independent block (:class:`~reduced_odes.Block`),
-        or empty.  The module then also defines ``rhs_block<b>`` and ``jac_block<b>``, the
-        flow of block ``b`` in its own coordinates.
-    log_times : tuple of float or None
-        Each block's ``log_time``.
-
-    Examples
-    --------
-    Made by :func:`load_system`; the deep linear network integrates ``ln a, ln b``:
-
-    >>> import math
-    >>> system = load_system("deep_linear")
-    >>> system.coordinate_names, system.state_names, system.observable_names
-    (('log_a', 'log_b'), ('a', 'b'), ('u', 'loss'))
-    >>> y, s = [0.0, 0.0], 2.0  # a = b = 1, target s = 2
-    >>> system.rhs(0.0, y, s), system.loss(y, s), system.state([math.log(0.5), 0.0], s)
-    ([1.0, 1.0], [0.5], [0.5, 1.0])
-    """
-
-    model: str
-    variant: str
-    rhs: Callable
-    jac: Callable
-    observables: Callable
-    margins: Callable
-    state: Callable
-    coordinates: Callable
-    coordinate_names: tuple[str, ...]
-    state_names: tuple[str, ...]
-    observable_names: tuple[str, ...]
-    domain_labels: tuple[str, ...]
-    key: str
-    path: Path
-    coordinate_ranges: tuple[str, ...] = ()
-    loss: Callable | None = None
-    blocks: tuple[tuple[int, ...], ...] = ()
-    log_times: tuple[float | None, ...] = ()
-
-    @property
-    def size(self) -> int:
-        return len(self.coordinate_names)
 
 
 def cache_dir() -> Path:
@@ -292,15 +225,6 @@ def _load_module(path: Path):
 
 
 
-def _system_from_module(module, path: Path) -> CompiledSystem:
-    return CompiledSystem(module.MODEL, module.VARIANT, module.rhs, module.jac,
-                          module.observables, module.margins, module.state, module.coordinates,
-                          tuple(module.COORDINATES), tuple(module.STATE),
-                          tuple(module.OBSERVABLES), tuple(module.DOMAIN_LABELS), module.KEY, path,
-                          tuple(module.COORDINATE_RANGES), module.loss,
-                          tuple(map(tuple, module.BLOCKS)), tuple(module.LOG_TIMES))
-
-
 #: In-process memo: (model, variant, index path) -> (index stamp, module stamp, system).
 _LOADED: dict[tuple[str, str, str], tuple[tuple, tuple, CompiledSystem]] = {}
 #: Systems returned in the last ``SOURCE_CHECK_SECONDS``, by the call's arguments.
@@ -363,36 +287,69 @@ def load_system(model, variant: str | None = None, *, structure: Mapping[str, An
     return system
 
 
+def is_cached(model, variant: str, structure: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``model``'s system for ``variant`` (and ``structure``) is in the cache, so
+    that :func:`load_system` reads it instead of deriving it.
+
+    Examples
+    --------
+    >>> _ = load_system("deep_linear")
+    >>> is_cached("deep_linear", "default")
+    True
+    """
+    model = get_model(model)
+    if structure is None:
+        structure = model.structure(model.make_params({})) if model.structural else {}
+    name = _system_name(model.resolve_variant(variant), structure)
+    index = cache_dir() / f"index-{derivation_key(model, name)}.json"
+    return _cached(model.name, name, index) is not None
+
+
 def _load_system(model, variant: str, structure: Mapping[str, Any],
                  directory: Path | None) -> CompiledSystem:
-    """:func:`load_system` once its arguments are resolved, checking the cache's files."""
+    """:func:`load_system` once its arguments are resolved, checking the cache's files.
+
+    A miss is derived under a lock beside the index, so that processes sharing the cache
+    (a job's workers, a test session's) derive each system once: the others wait, then
+    read it."""
     directory = _usable_cache(directory) if directory is not None else cache_dir()
     name = _system_name(variant, structure)
     index = directory / f"index-{derivation_key(model, name)}.json"
-    memo_key = (model.name, name, str(index))
+    system = _cached(model.name, name, index)
+    if system is not None:
+        return system
+    with exclusive(index.with_suffix(".lock")):
+        system = _cached(model.name, name, index)  # derived meanwhile by another process
+        if system is not None:
+            return system
+        body, key = generate(model.name, name, _derive(model, variant, structure))
+        module_name = f"system-{key}.py"
+        directory = write_cache_files(directory, {
+            module_name: f"# checksum: {_body_checksum(body)}\n{body}",
+            index.name: json.dumps({"module": module_name, "model": model.name,
+                                    "variant": name, "versions": _versions()})})
+    path, index = directory / module_name, directory / index.name
+    module = _load_module(path)
+    if module is None:
+        raise RuntimeError(f"generated module {path} failed to load")
+    return _remember((model.name, name, str(index)), index, _system_from_module(module, path))
+
+
+def _cached(model_name: str, name: str, index: Path) -> CompiledSystem | None:
+    """The system ``index`` names, if its files are in the cache and intact."""
+    memo_key = (model_name, name, str(index))
     if memo_key in _LOADED:
         index_stamp, module_stamp, system = _LOADED[memo_key]
         if _stat(index) == index_stamp and _stat(system.path) == module_stamp:
             return system
     try:
-        path = directory / json.loads(index.read_text())["module"]
+        path = index.parent / json.loads(index.read_text())["module"]
         module = _load_module(path)
         if module is not None:
             return _remember(memo_key, index, _system_from_module(module, path))
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    body, key = generate(model.name, name, _derive(model, variant, structure))
-    module_name = f"system-{key}.py"
-    directory = write_cache_files(directory, {
-        module_name: f"# checksum: {_body_checksum(body)}\n{body}",
-        index.name: json.dumps({"module": module_name, "model": model.name, "variant": name,
-                                "versions": _versions()})})
-    path, index = directory / module_name, directory / index.name
-    memo_key = (model.name, name, str(index))
-    module = _load_module(path)
-    if module is None:
-        raise RuntimeError(f"generated module {path} failed to load")
-    return _remember(memo_key, index, _system_from_module(module, path))
+    return None
 
 
 def _remember(memo_key: tuple, index: Path, system: CompiledSystem) -> CompiledSystem:
@@ -418,12 +375,25 @@ def cached_symbolic(model, variant: str, name: str, derive: Callable[[], dict]) 
 
     model = get_model(model)
     path = cache_dir() / f"{name}-{derivation_key(model, variant, extra=name)}.json"
+    stored = _stored_symbolic(path)
+    if stored is not None:
+        return stored
+    with exclusive(path.with_suffix(".lock")):
+        stored = _stored_symbolic(path)  # derived meanwhile by another process
+        if stored is not None:
+            return stored
+        values = derive()
+        write_cache_files(path.parent, {path.name: json.dumps({key: sp.srepr(v)
+                                                               for key, v in values.items()})})
+    return values
+
+
+def _stored_symbolic(path: Path) -> dict | None:
+    """The SymPy objects stored at ``path`` by :func:`cached_symbolic`, if readable."""
+    import sympy as sp
+
     try:
         stored = json.loads(path.read_text())
         return {key: sp.sympify(text) for key, text in stored.items()}
     except (OSError, ValueError, TypeError, AttributeError, sp.SympifyError):
-        pass
-    values = derive()
-    write_cache_files(path.parent, {path.name: json.dumps({key: sp.srepr(v)
-                                                           for key, v in values.items()})})
-    return values
+        return None
