@@ -23,13 +23,10 @@ if str(HERE) not in sys.path:  # worker processes unpickle the tasks by module n
 import _sweep_tasks as tasks  # noqa: E402
 
 from reduced_odes import _sweep  # noqa: E402
-from reduced_odes._sweep import (  # noqa: E402
-    expand_grid,
-    load_grid,
-    read_results,
-    run_sweep,
-    setting_key,
-)
+from reduced_odes._grid import expand_grid, load_grid  # noqa: E402
+from reduced_odes._results import setting_key  # noqa: E402
+from reduced_odes._results_file import read_results  # noqa: E402
+from reduced_odes._sweep import run_sweep  # noqa: E402
 
 META = {"versions": {"reduced_odes": "0.1.0"}, "rtol": 1e-10}
 
