@@ -13,7 +13,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +45,9 @@ def naming(path: str | os.PathLike[str]) -> Iterator[None]:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
-def atomic_write(path: Path, text: str | bytes) -> None:
-    """Write ``text`` (or bytes) to ``path`` whole or not at all (a temporary file, then a
-    rename).
+def atomic_write(path: Path, text: str | bytes | Iterable[bytes]) -> None:
+    """Write ``text`` (or bytes, or an iterable of bytes: written as it is consumed, never
+    held whole) to ``path`` whole or not at all (a temporary file, then a rename).
 
     An OSError (a full disk, a directory that is not writable) names ``path``.
 
@@ -95,16 +95,16 @@ def exclusive(path: Path) -> Iterator[None]:
         yield
 
 
-def _write_then_rename(path: Path, text: str | bytes) -> None:
+def _write_then_rename(path: Path, text: str | bytes | Iterable[bytes]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)  # an ordinary file's mode, not mkstemp's private 0600
-        binary = isinstance(text, bytes)
+        binary = not isinstance(text, str)
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") \
                 as handle:
-            handle.write(text)
+            handle.writelines([text] if isinstance(text, str | bytes) else text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

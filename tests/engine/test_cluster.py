@@ -16,8 +16,10 @@ pytest.importorskip("distributed", reason="dask.distributed is not installed "
                                           "(pip install 'reduced-odes[distributed]')")
 
 from reduced_odes._cluster import cluster_executor  # noqa: E402
+from reduced_odes._grid import expand_grid  # noqa: E402
 from reduced_odes._params import ParameterError  # noqa: E402
-from reduced_odes._sweep import expand_grid, read_results, run_sweep  # noqa: E402
+from reduced_odes._results_file import read_results  # noqa: E402
+from reduced_odes._sweep import run_sweep  # noqa: E402
 
 from ._sweep_tasks import slow_square, square  # noqa: E402
 

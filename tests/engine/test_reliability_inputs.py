@@ -11,13 +11,9 @@ from pathlib import Path
 import pytest
 
 from reduced_odes import ParameterError, SolverConfig, solve
-from reduced_odes._sweep import (
-    ResultsFileError,
-    read_results,
-    repair_results,
-    results_line,
-    run_sweep,
-)
+from reduced_odes._results import ResultsFileError, results_line
+from reduced_odes._results_file import read_results, repair_results
+from reduced_odes._sweep import run_sweep
 from reduced_odes.cli import EXIT_BAD_INPUT, build_parser, main
 from reduced_odes.models.induction_head import ModelParams
 
@@ -158,7 +154,7 @@ def test_results_lines_are_strict_json_with_null_and_a_reason(tmp_path):
 
 
 def test_a_second_run_on_the_same_results_file_exits_2(tmp_path):
-    from reduced_odes._sweep import results_lock
+    from reduced_odes._results_file import results_lock
 
     path = tmp_path / "r.jsonl"
     with results_lock(path):
@@ -167,7 +163,7 @@ def test_a_second_run_on_the_same_results_file_exits_2(tmp_path):
 
 
 def test_workers_are_capped_at_the_settings():
-    from reduced_odes._sweep import process_pool
+    from reduced_odes._pool import process_pool
 
     with process_pool(32, 1) as pool:
         assert pool._max_workers == 1
