@@ -74,23 +74,34 @@ def _flag(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
 
 
-def _add_parameter_options(parser: argparse.ArgumentParser, cls) -> None:
-    """One ``--<field>`` option per declared field of the dataclass ``cls``, with its range."""
+def _add_parameter_options(parser: argparse.ArgumentParser, cls, kind_of: str = "param"
+                           ) -> None:
+    """One ``--<field>`` option per declared field of the dataclass ``cls``, with its range
+    (``kind_of``: the prefix of its destination, ``param`` or ``threshold``)."""
     if cls is None:
         return
     for item in cls.declared():
         allowed = item.metadata["allowed"]
         kind = {"flag": _flag, "choice": str}.get(allowed.kind, float)
-        parser.add_argument(f"--{item.name}", dest=f"param_{item.name}", type=kind,
+        parser.add_argument(f"--{item.name}", dest=f"{kind_of}_{item.name}", type=kind,
                             default=item.default, metavar="X" if kind is float else None,
                             choices=allowed.options or None,
                             help=f"{item.metadata['help']}; {allowed.text} "
                                  f"(default: {item.default})")
 
 
-def _parameter_values(args: argparse.Namespace, cls) -> dict:
-    return {} if cls is None else {f.name: getattr(args, f"param_{f.name}")
+def _parameter_values(args: argparse.Namespace, cls, kind_of: str = "param") -> dict:
+    return {} if cls is None else {f.name: getattr(args, f"{kind_of}_{f.name}")
                                    for f in cls.declared()}
+
+
+def _thresholds(args: argparse.Namespace, model):
+    """The model's phase thresholds from the options; None where every one is its default
+    (the run and its document are then those of ``solve`` without thresholds)."""
+    if model.Thresholds is None:
+        return None
+    thresholds = model.Thresholds(**_parameter_values(args, model.Thresholds, "threshold"))
+    return None if thresholds == model.Thresholds() else thresholds
 
 
 def _add_variant_option(parser, model, *, with_all: bool = False) -> None:
@@ -104,6 +115,7 @@ def _add_variant_option(parser, model, *, with_all: bool = False) -> None:
 def _add_solve_arguments(parser: argparse.ArgumentParser, model) -> None:
     _add_parameter_options(parser, model.Params)
     _add_variant_option(parser, model)
+    _add_parameter_options(parser, model.Thresholds, "threshold")  # where phases are read
     parser.add_argument("--method", choices=METHODS, default="LSODA",
                         help="stiff solver (default: LSODA)")
     for name in ("rtol", "atol"):  # help from SolverConfig's declaration: one source
@@ -126,12 +138,13 @@ def _add_solve_arguments(parser: argparse.ArgumentParser, model) -> None:
 def _cmd_solve(args: argparse.Namespace) -> int:
     model = args.model
     params = model.Params(**_parameter_values(args, model.Params))
+    thresholds = _thresholds(args, model)
     solver = SolverConfig(method=args.method, rtol=args.rtol, atol=args.atol,
                           backend=args.backend, cross_check=args.cross_check)
     if args.out is not None:
         writable(args.out, "file")
     try:
-        trajectory = solve(params, args.variant, solver, model=model)
+        trajectory = solve(params, args.variant, solver, thresholds, model=model)
     except DomainError as exc:
         if exc.trajectory is None:  # stopped before its first step: nothing to show
             raise
