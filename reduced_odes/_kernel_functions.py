@@ -83,6 +83,12 @@ class KernelFunctions:
         and out: numba compiles it (:meth:`numba`).
     name : str
         The scalar function's name in :attr:`source`.
+
+    Examples
+    --------
+    >>> k = gaussian_kernel("linear", (("x", 0), ("x", 1)), 2)
+    >>> k.expression, k.closed_form, float(k.numpy(1.0, 0.25, 2.0))
+    (c_0_1, True, 0.25)
     """
 
     expression: sp.Expr

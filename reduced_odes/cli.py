@@ -441,10 +441,10 @@ def _derive_every_system(models, grid: str) -> None:
     verifications then start with every system in the cache."""
     wanted = []
     for model in models:
-        wanted += systems(model, model.variants)
+        variants = list(model.verified_variants or model.variants)
+        wanted += systems(model, variants)
         if model.supports("claims") and grid in model.grids:
-            wanted += systems(model, model.variants,
-                              model.verify_settings(grid, list(model.variants))[0])
+            wanted += systems(model, variants, model.verify_settings(grid, variants)[0])
     with process_pool(None, len(wanted)) as pool:
         derive_all(wanted, pool)
 
