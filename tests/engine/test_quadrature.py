@@ -171,3 +171,21 @@ def test_kinked_activations_are_refused_numerically():
 def test_loop_source_is_plain_math():
     source = loop_source("gelu|1;0")
     assert "numpy" not in source and "math.erf" in source
+
+
+@pytest.mark.slow
+def test_a_numerical_activation_runs_alike_on_both_backends(lasting_cache):
+    """The committee machine with tanh (numerical kernels in the rates and the Jacobian):
+    the pure path's NumPy kernels and the twin's loop kernels give the same phases."""
+    pytest.importorskip("numba")
+    from reduced_odes import SolverConfig, solve
+    from reduced_odes.models.committee_machine import MODEL, CommitteeParams
+
+    def phases(backend: str) -> dict:
+        return solve(CommitteeParams(), "tanh", SolverConfig(backend=backend), model=MODEL).phases
+
+    pure, native = phases("python"), phases("numba")
+    for name, value in pure.items():
+        # Two integrators (LSODA, the native BDF) at rtol 1e-10: the phases' relative
+        # condition is O(10), as for erf (tests/committee_machine/test_cm_backends.py).
+        assert abs(native[name] / value - 1) < 1e-8, (name, value, native[name])
