@@ -189,3 +189,13 @@ def test_a_numerical_activation_runs_alike_on_both_backends(lasting_cache):
         # Two integrators (LSODA, the native BDF) at rtol 1e-10: the phases' relative
         # condition is O(10), as for erf (tests/committee_machine/test_cm_backends.py).
         assert abs(native[name] / value - 1) < 1e-8, (name, value, native[name])
+
+
+def test_numerical_kernels_are_read_back_from_the_symbolic_cache(tmp_path, monkeypatch):
+    from reduced_odes._compile import cached_symbolic
+
+    monkeypatch.setenv("REDUCED_ODES_CACHE", str(tmp_path))
+    kernel = lowered("tanh", I2, 2)
+    cached_symbolic("deep_linear", "default", "kernel-test", lambda: {"k": kernel})
+    read = cached_symbolic("deep_linear", "default", "kernel-test", lambda: {"k": 0})["k"]
+    assert read == kernel and isinstance(read, GaussianKernel)
