@@ -199,3 +199,14 @@ def test_numerical_kernels_are_read_back_from_the_symbolic_cache(tmp_path, monke
     cached_symbolic("deep_linear", "default", "kernel-test", lambda: {"k": kernel})
     read = cached_symbolic("deep_linear", "default", "kernel-test", lambda: {"k": 0})["k"]
     assert read == kernel and isinstance(read, GaussianKernel)
+
+
+@pytest.mark.parametrize("name", ["gelu", "he3"])
+def test_closed_forms_of_other_activations_equal_the_numerical_rule(name):
+    # GELU = u Phi(u) and the Hermite polynomials have closed-form pairs (Stein, tilting,
+    # Price): the rule, which never sees them, must agree to the stated accuracy.
+    closed = _closed(name, I2, 2)
+    for C in _covariances(20, 2, seed=13):
+        exact = closed(*_entries(C))
+        value = numerical_value(f"{name}|0;0", _entries(C))
+        assert abs(value - exact) <= STATED * (1 + abs(exact)), (name, C)
