@@ -18,7 +18,7 @@ from reduced_odes._fixed_points import Flow, classify, find_fixed_points, newton
 @pytest.mark.parametrize(("s", "seed"), [(1.0, (0.3, 2.0)), (4.0, (2.0, 2.0)),
                                          (0.01, (0.5, 0.01))])
 def test_deep_linear_fixed_points_are_exact(s, seed):
-    points = find_fixed_points("deep_linear", {"s": s}, seeds=[dict(zip("ab", seed))],
+    points = find_fixed_points("deep_linear", {"s": s}, seeds=[dict(zip("ab", seed, strict=True))],
                                trajectory=False)
     assert len(points) == 1
     point = points[0]
@@ -42,7 +42,6 @@ def test_trajectory_seeds_find_the_end():
 def test_newton_fails_cleanly_outside_and_far():
     flow = Flow.of("deep_linear", {"s": 1.0})
     assert newton(flow, [math.nan, 0.0]) is None
-    assert newton(flow, [0.0, 0.0], max_iterations=0) is None or True  # a root at once
     assert classify(flow, [0.0, 0.0]).residual == 0.0
 
 
