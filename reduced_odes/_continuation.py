@@ -29,7 +29,11 @@ __all__ = ["Branch", "Continuation", "continue_branch"]
 CORRECTOR_ITERATIONS = 12
 #: Steps per branch at most: with the adaptive step this covers decades of the parameter.
 MAX_STEPS = 400
-#: Bisection of a change of stability stops at this relative width in ``p``.
+#: Bisection of a change of stability stops at this relative width in ``p``.  At a branch
+#: point (another branch crossing, as where a fixed point of every ``p`` loses stability)
+#: the bordered system is singular and each trial point is off the branch by round-off
+#: amplified: there the location is good to ~1e-7 relative (measured: 2.4e-8 on the
+#: committee machine's eta_max from a Newton-polished start).
 LOCATE_RTOL = 1e-12
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from . import _sweep_command
+from . import _analysis_command, _sweep_command
 from ._backend import NATIVE_MIN_SETTINGS, check_backend
 from ._cli_options import (
     add_backend_option,
@@ -448,6 +448,24 @@ COMMANDS: dict[str, tuple[str, Callable, Callable, str | None]] = {
     "figures": ("draw the figures (PNG, PDF) from the data files in figures/data/<model>",
                 _add_figures_arguments, _cmd_figures, "figures"),
 }
+
+
+def _analysis(name: str) -> tuple[str, Callable, Callable, None]:
+    """An analysis command (:mod:`reduced_odes._analysis_command`): the model's parameters
+    and variant, then the command's own options."""
+    def add(parser: argparse.ArgumentParser, model) -> None:
+        _add_parameter_options(parser, model.Params)
+        _add_variant_option(parser, model)
+        _analysis_command.add_arguments(name, parser, model)
+
+    def handle(args: argparse.Namespace) -> int:
+        params = args.model.Params(**_parameter_values(args, args.model.Params))
+        return _analysis_command.run(name, args, params)
+
+    return _analysis_command.COMMANDS[name], add, handle, None
+
+
+COMMANDS.update({name: _analysis(name) for name in _analysis_command.COMMANDS})
 
 
 class _Parser(argparse.ArgumentParser):
