@@ -14,6 +14,7 @@ import math
 from ._continuation import Continuation, continue_branch
 from ._fixed_points import find_fixed_points
 from ._params import ParameterError, Parameters
+from ._scaling import measure_scaling
 
 __all__ = ["COMMANDS", "add_arguments", "run"]
 
@@ -23,6 +24,8 @@ COMMANDS = {
                     "the model's symmetric states and --seed) and classify them",
     "continue": "follow every fixed point in one parameter (pseudo-arclength) and report folds "
                 "and changes of stability",
+    "scaling": "a phase time over decades of one parameter, fitted to a power, a logarithm or "
+               "a power times a logarithm, with the exponent's interval and local slopes",
 }
 
 
@@ -39,6 +42,19 @@ def _seed(text: str) -> dict[str, float]:
 
 def add_arguments(name: str, parser: argparse.ArgumentParser, model) -> None:
     """The options of the analysis command ``name`` beyond the model's parameters."""
+    if name == "scaling":
+        parser.add_argument("--param", required=True, metavar="P",
+                            help="the parameter swept over decades")
+        parser.add_argument("--from", dest="lo", required=True, type=float, metavar="A")
+        parser.add_argument("--to", dest="hi", required=True, type=float, metavar="B")
+        parser.add_argument("--phase", required=True, metavar="T",
+                            help="the phase whose time is fitted: " + ", ".join(
+                                model.phase_order))
+        parser.add_argument("--per-decade", type=int, default=2, metavar="N",
+                            help="values per decade (default: 2)")
+        parser.add_argument("--json", action="store_true",
+                            help="print one JSON document (default: a table)")
+        return
     parser.add_argument("--seed", type=_seed, action="append", default=[],
                         metavar="NAME=V,...",
                         help="a start for Newton, every state (or coordinate) variable by "
@@ -59,7 +75,28 @@ def run(name: str, args: argparse.Namespace, params: Parameters) -> int:
     """Run the analysis command ``name``; the exit status."""
     if name == "fixed-points":
         return _fixed_points(args, params)
+    if name == "scaling":
+        return _scaling(args, params)
     return _continue(args, params)
+
+
+def _scaling(args: argparse.Namespace, params: Parameters) -> int:
+    if not 1 <= args.per_decade <= 100:
+        raise ParameterError(f"per_decade={args.per_decade}; allowed: 1 to 100")
+    fit = measure_scaling(args.model, params, args.param, args.lo, args.hi, args.phase,
+                          variant=args.variant, per_decade=args.per_decade)
+    document = {**_header(args, params), "param": args.param, "phase": args.phase,
+                **fit.to_dict()}
+    if args.json:
+        print(json.dumps(document, indent=2))
+        return 0
+    low, high = fit.interval
+    print(f"{args.phase} ~ {fit.law} in {args.param}: exponent {fit.exponent:.6g} "
+          f"[{low:.6g}, {high:.6g}], RMS relative residual {fit.residual:.3g}")
+    print("local slopes d ln T / d ln x: " + ", ".join(f"{v:.4g}" for v in fit.local_slopes))
+    if not fit.fit_ok:
+        print(fit.reason)
+    return 0
 
 
 def _header(args: argparse.Namespace, params: Parameters) -> dict:
