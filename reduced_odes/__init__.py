@@ -48,6 +48,9 @@ _LAZY = {
     **dict.fromkeys(("Setting",), "_setting"),
     **dict.fromkeys(("Claim", "VerifyReport", "verify"), "_verify"),
     **dict.fromkeys(("versions",), "_provenance"),
+    **dict.fromkeys(("FixedPoint", "Flow", "find_fixed_points"), "_fixed_points"),
+    **dict.fromkeys(("Branch", "Continuation", "continue_branch"), "_continuation"),
+    **dict.fromkeys(("ScalingFit", "fit_law", "measure_scaling"), "_scaling"),
 }
 
 

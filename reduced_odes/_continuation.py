@@ -39,7 +39,15 @@ LOCATE_RTOL = 1e-12
 
 @dataclass
 class Branch:
-    """One branch: its points (fixed points, each at its parameter value) and bifurcations."""
+    """One branch: its points (fixed points, each at its parameter value) and bifurcations.
+
+    Examples
+    --------
+    >>> branch = continue_branch(Continuation("deep_linear", {"s": 1.0}, "s"), [0.0, 0.0],
+    ...                          1.0, 1.5)
+    >>> branch.param, branch.values[0], branch.points[-1].kind
+    ('s', 1.0, 'stable')
+    """
 
     param: str
     values: list[float]

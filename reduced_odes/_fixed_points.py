@@ -108,6 +108,12 @@ class FixedPoint:
         Largest real part first.
     residual : float
         ``max |dy/dt|`` at the point.
+
+    Examples
+    --------
+    >>> point = classify(Flow.of("deep_linear", {"s": 1.0}), [0.0, 0.0])
+    >>> point.kind, point.unstable_dimension, point.state
+    ('stable', 0, {'a': 1.0, 'b': 1.0})
     """
 
     coordinates: np.ndarray

@@ -58,6 +58,13 @@ class ScalingFit:
         Whether the residual is within :data:`FIT_RTOL`; ``reason`` says why not.
     local_slopes : list of float
         ``d ln T / d ln x`` between consecutive values.
+
+    Examples
+    --------
+    >>> x = np.logspace(1, 7, 13)
+    >>> fit = fit_law(x, 2.0 + x ** 0.5 * np.log(x))
+    >>> fit.law, round(fit.exponent, 6), fit.fit_ok
+    ('power_log', 0.5, True)
     """
 
     law: str

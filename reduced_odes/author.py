@@ -89,6 +89,10 @@ _PROVISIONAL = {
                      "write_json"),
                     "_results"),
     **dict.fromkeys(("versions",), "_provenance"),
+    # The analysis of a flow: fixed points, continuation, scaling laws (for claims).
+    **dict.fromkeys(("Flow", "find_fixed_points"), "_fixed_points"),
+    **dict.fromkeys(("Continuation", "continue_branch"), "_continuation"),
+    **dict.fromkeys(("fit_law",), "_scaling"),
     **dict.fromkeys(("FIGURE_DIGITS", "rounded"), "_reproduce"),
     # Figures in the house style, with deterministic bytes.
     **dict.fromkeys(("COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE",
