@@ -45,8 +45,10 @@ def add_arguments(name: str, parser: argparse.ArgumentParser, model) -> None:
     if name == "scaling":
         parser.add_argument("--param", required=True, metavar="P",
                             help="the parameter swept over decades")
-        parser.add_argument("--from", dest="lo", required=True, type=float, metavar="A")
-        parser.add_argument("--to", dest="hi", required=True, type=float, metavar="B")
+        parser.add_argument("--from", dest="lo", required=True, type=float, metavar="A",
+                            help="the parameter's first value (> 0)")
+        parser.add_argument("--to", dest="hi", required=True, type=float, metavar="B",
+                            help="the parameter's last value (> A)")
         parser.add_argument("--phase", required=True, metavar="T",
                             help="the phase whose time is fitted: " + ", ".join(
                                 model.phase_order))
