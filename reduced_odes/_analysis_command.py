@@ -74,78 +74,61 @@ def add_arguments(name: str, parser: argparse.ArgumentParser, model) -> None:
 
 
 def run(name: str, args: argparse.Namespace, params: Parameters) -> int:
-    """Run the analysis command ``name``; the exit status."""
-    if name == "fixed-points":
-        return _fixed_points(args, params)
-    if name == "scaling":
-        return _scaling(args, params)
-    return _continue(args, params)
+    """Run the analysis command ``name``: its JSON document (``--json``) or its table."""
+    handler = {"fixed-points": _fixed_points, "continue": _continue, "scaling": _scaling}[name]
+    document, table = handler(args, params)
+    header = {"model": args.model.name, "params": params.as_dict(),
+              args.model.variant_option: args.variant}
+    print(json.dumps({**header, **document}, indent=2) if args.json else "\n".join(table))
+    return 0
 
 
-def _scaling(args: argparse.Namespace, params: Parameters) -> int:
+def _scaling(args: argparse.Namespace, params: Parameters) -> tuple[dict, list[str]]:
     if not 1 <= args.per_decade <= 100:
         raise ParameterError(f"per_decade={args.per_decade}; allowed: 1 to 100")
     fit = measure_scaling(args.model, params, args.param, args.lo, args.hi, args.phase,
                           variant=args.variant, per_decade=args.per_decade)
-    document = {**_header(args, params), "param": args.param, "phase": args.phase,
-                **fit.to_dict()}
-    if args.json:
-        print(json.dumps(document, indent=2))
-        return 0
     low, high = fit.interval
-    print(f"{args.phase} ~ {fit.law} in {args.param}: exponent {fit.exponent:.6g} "
-          f"[{low:.6g}, {high:.6g}], RMS relative residual {fit.residual:.3g}")
-    print("local slopes d ln T / d ln x: " + ", ".join(f"{v:.4g}" for v in fit.local_slopes))
-    if not fit.fit_ok:
-        print(fit.reason)
-    return 0
+    table = [f"{args.phase} ~ {fit.law} in {args.param}: exponent {fit.exponent:.6g} "
+             f"[{low:.6g}, {high:.6g}], RMS relative residual {fit.residual:.3g}",
+             "local slopes d ln T / d ln x: " + ", ".join(f"{v:.4g}" for v in fit.local_slopes),
+             *([fit.reason] if not fit.fit_ok else [])]
+    return {"param": args.param, "phase": args.phase, **fit.to_dict()}, table
 
 
-def _header(args: argparse.Namespace, params: Parameters) -> dict:
-    return {"model": args.model.name, "params": params.as_dict(),
-            args.model.variant_option: args.variant}
+def _found(args: argparse.Namespace, params: Parameters):
+    return find_fixed_points(args.model, params, args.variant, seeds=args.seed,
+                             trajectory=not args.no_trajectory)
 
 
-def _fixed_points(args: argparse.Namespace, params: Parameters) -> int:
-    points = find_fixed_points(args.model, params, args.variant, seeds=args.seed,
-                               trajectory=not args.no_trajectory)
-    document = {**_header(args, params), "fixed_points": [p.to_dict() for p in points]}
-    if args.json:
-        print(json.dumps(document, indent=2))
-        return 0
+def _fixed_points(args: argparse.Namespace, params: Parameters) -> tuple[dict, list[str]]:
+    points = _found(args, params)
+    table = []
     for i, point in enumerate(points):
-        print(f"{i}: {point.kind} (unstable dimension {point.unstable_dimension}), "
-              f"residual {point.residual:.2g}")
-        print("   state:       " + _pairs(point.state))
-        print("   observables: " + _pairs(point.observables))
-        print("   eigenvalues: " + ", ".join(f"{v:.6g}" for v in point.eigenvalues.real))
-    if not points:
-        print("no fixed point found")
-    return 0
+        table += [f"{i}: {point.kind} (unstable dimension {point.unstable_dimension}), "
+                  f"residual {point.residual:.2g}",
+                  "   state:       " + _pairs(point.state),
+                  "   observables: " + _pairs(point.observables),
+                  "   eigenvalues: " + ", ".join(f"{v:.6g}" for v in point.eigenvalues.real)]
+    return {"fixed_points": [p.to_dict() for p in points]}, table or ["no fixed point found"]
 
 
 def _pairs(values: dict) -> str:
     return ", ".join(f"{k}={v:.6g}" for k, v in values.items())
 
 
-def _continue(args: argparse.Namespace, params: Parameters) -> int:
+def _continue(args: argparse.Namespace, params: Parameters) -> tuple[dict, list[str]]:
     if not math.isfinite(args.to):
         raise ParameterError(f"to={args.to!r}; allowed: a finite number")
-    start = getattr(params, args.param, None)
     c = Continuation(args.model, params, args.param, args.variant, to=args.to)
-    points = find_fixed_points(args.model, params, args.variant, seeds=args.seed,
-                               trajectory=not args.no_trajectory)
-    branches = [continue_branch(c, p.coordinates, float(start), args.to) for p in points]
+    start = float(getattr(params, args.param))
+    branches = [continue_branch(c, p.coordinates, start, args.to) for p in _found(args, params)]
     bifurcations = sorted(({**b, "branch": i} for i, branch in enumerate(branches)
                            for b in branch.bifurcations), key=lambda b: b["param"])
-    document = {**_header(args, params), "param": args.param, "to": args.to,
-                "branches": [b.to_dict() for b in branches], "bifurcations": bifurcations}
-    if args.json:
-        print(json.dumps(document, indent=2))
-        return 0
-    for i, branch in enumerate(branches):
-        print(f"branch {i}: {args.param} {branch.values[0]:.6g} -> {branch.values[-1]:.6g}, "
-              f"{len(branch.values)} points, from a {branch.points[0].kind} point")
-    for b in bifurcations:
-        print(f"{b['kind']} at {args.param}={b['param']:.10g} (branch {b['branch']})")
-    return 0
+    table = [f"branch {i}: {args.param} {b.values[0]:.6g} -> {b.values[-1]:.6g}, "
+             f"{len(b.values)} points, from a {b.points[0].kind} point"
+             for i, b in enumerate(branches)]
+    table += [f"{b['kind']} at {args.param}={b['param']:.10g} (branch {b['branch']})"
+              for b in bifurcations]
+    return {"param": args.param, "to": args.to, "branches": [b.to_dict() for b in branches],
+            "bifurcations": bifurcations}, table

@@ -52,3 +52,12 @@ def test_bad_input_exits_2_with_one_line(capsys, argv, names):
     assert status == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and names in err
+
+
+def test_scaling_json(capsys):
+    assert main(["scaling", "--model", "deep_linear", "--param", "sigma", "--from", "1e-12",
+                 "--to", "1e-4", "--phase", "T_half", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    # T = ln(s/sigma^2 - 1)/(2s) = -ln(sigma) + O(sigma^2) at s = 1: a logarithm, A = -1.
+    assert document["law"] == "log" and document["exponent"] == 0.0
+    assert document["coefficients"]["A"] == pytest.approx(-1.0, rel=1e-6)
