@@ -13,6 +13,7 @@ import math
 
 from ._continuation import Continuation, continue_branch
 from ._fixed_points import find_fixed_points
+from ._io import json_safe
 from ._params import ParameterError, Parameters
 from ._scaling import measure_scaling
 
@@ -79,7 +80,8 @@ def run(name: str, args: argparse.Namespace, params: Parameters) -> int:
     document, table = handler(args, params)
     header = {"model": args.model.name, "params": params.as_dict(),
               args.model.variant_option: args.variant}
-    print(json.dumps({**header, **document}, indent=2) if args.json else "\n".join(table))
+    print(json.dumps(json_safe({**header, **document}), indent=2) if args.json
+          else "\n".join(table))
     return 0
 
 

@@ -42,6 +42,7 @@ from ._figstyle import parse_formats
 from ._integrate import solve
 from ._io import atomic_write
 from ._params import METHODS, ParameterError, SolverConfig
+from ._plateaus import plateau_predictions
 from ._registry import DEFAULT_MODEL, get_model, registered_models
 from ._reproduce import ATOL, RTOL, differences, rounded
 from ._results import trajectory_record, write_json
@@ -119,6 +120,10 @@ def _add_solve_arguments(parser: argparse.ArgumentParser, model) -> None:
     parser.add_argument("--out", metavar="FILE", default=None,
                         help="also write the trajectory (phases, series, versions) as JSON "
                              "(default: none)")
+    parser.add_argument("--predictions", action="store_true",
+                        help="also report each plateau's saddle with its predicted escape "
+                             "times, and the predicted rate of convergence, beside the "
+                             "measured ones (JSON: 'predictions'; default: off)")
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
@@ -135,6 +140,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             raise
         trajectory = exc.trajectory
     document = trajectory.to_dict()
+    if args.predictions:  # beside the measured values; never in a written file
+        document["predictions"] = plateau_predictions(trajectory)
     if args.out:
         write_json(args.out, trajectory_record(trajectory))
     status = _phase_status(trajectory)
@@ -151,6 +158,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     print()
     print(_format_table([(k, f"{v:.6g}" if v is not None else "n/a")
                          for k, v in document["final"].items()], ("final", "value")))
+    if args.predictions:
+        print("\npredictions: " + json.dumps(document["predictions"]))
     s = document["solver"]
     print(f"\nsolver {s['method']} rtol={s['rtol']:g} atol={s['atol']:g}: "
           f"nfev={s['nfev']} njev={s['njev']} steps={s['steps']} backend={s['backend']}")
