@@ -51,6 +51,8 @@ _LAZY = {
     **dict.fromkeys(("FixedPoint", "Flow", "find_fixed_points"), "_fixed_points"),
     **dict.fromkeys(("Branch", "Continuation", "continue_branch"), "_continuation"),
     **dict.fromkeys(("ScalingFit", "fit_law", "measure_scaling"), "_scaling"),
+    **dict.fromkeys(("plateau_predictions",), "_plateaus"),
+    **dict.fromkeys(("Axis", "draw_phase_diagram", "phase_diagram"), "_phase_diagram"),
 }
 
 

@@ -1,4 +1,4 @@
-"""The analysis commands: ``fixed-points``, ``continue`` and ``scaling``.
+"""The analysis commands: ``fixed-points``, ``continue``, ``scaling`` and ``phase-diagram``.
 
 Each takes the model's parameters as options (added by :mod:`reduced_odes.cli`, with
 the variant), and its own options here; the handlers get the parsed arguments and the
@@ -11,10 +11,18 @@ import argparse
 import json
 import math
 
+from ._cli_options import (
+    add_backend_option,
+    add_run_options,
+    check_run_options,
+    run_executor,
+    writable,
+)
 from ._continuation import Continuation, continue_branch
 from ._fixed_points import find_fixed_points
 from ._io import json_safe
 from ._params import ParameterError, Parameters
+from ._phase_diagram import Axis, draw_phase_diagram, phase_diagram
 from ._scaling import measure_scaling
 
 __all__ = ["COMMANDS", "add_arguments", "run"]
@@ -27,6 +35,8 @@ COMMANDS = {
                 "and changes of stability",
     "scaling": "a phase time over decades of one parameter, fitted to a power, a logarithm or "
                "a power times a logarithm, with the exponent's interval and local slopes",
+    "phase-diagram": "a phase time or a final value over two parameters, resumably (the sweep "
+                     "machinery), with its data file and heatmap",
 }
 
 
@@ -41,8 +51,36 @@ def _seed(text: str) -> dict[str, float]:
         raise argparse.ArgumentTypeError(f"seed={text!r}: a value is not a number") from None
 
 
+def _add_diagram_arguments(parser: argparse.ArgumentParser) -> None:
+    for axis in ("x", "y"):
+        parser.add_argument(f"--{axis}", required=True, metavar="P",
+                            help=f"the parameter on the {axis} axis")
+        parser.add_argument(f"--{axis}-from", required=True, type=float, metavar="A",
+                            help=f"the {axis} axis' first value")
+        parser.add_argument(f"--{axis}-to", required=True, type=float, metavar="B",
+                            help=f"the {axis} axis' last value")
+        parser.add_argument(f"--{axis}-num", type=int, default=10, metavar="N",
+                            help=f"values on the {axis} axis (default: 10)")
+        parser.add_argument(f"--{axis}-log", action="store_true",
+                            help=f"log-spaced {axis} values (default: linear)")
+    parser.add_argument("--quantity", required=True, metavar="T",
+                        help="a phase, or a series whose final value is mapped")
+    parser.add_argument("--out", default="phase_diagram", metavar="DIR",
+                        help="results.jsonl (resumed by a rerun), phase_diagram.json and "
+                             "phase_diagram.png go here (default: phase_diagram)")
+    add_run_options(parser)
+    add_backend_option(parser, "numba for large grids when installed, else python")
+    parser.add_argument("--no-progress", dest="progress", action="store_false",
+                        help="no progress on stderr (default: progress)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the data document (default: a summary)")
+
+
 def add_arguments(name: str, parser: argparse.ArgumentParser, model) -> None:
     """The options of the analysis command ``name`` beyond the model's parameters."""
+    if name == "phase-diagram":
+        _add_diagram_arguments(parser)
+        return
     if name == "scaling":
         parser.add_argument("--param", required=True, metavar="P",
                             help="the parameter swept over decades")
@@ -76,7 +114,8 @@ def add_arguments(name: str, parser: argparse.ArgumentParser, model) -> None:
 
 def run(name: str, args: argparse.Namespace, params: Parameters) -> int:
     """Run the analysis command ``name``: its JSON document (``--json``) or its table."""
-    handler = {"fixed-points": _fixed_points, "continue": _continue, "scaling": _scaling}[name]
+    handler = {"fixed-points": _fixed_points, "continue": _continue, "scaling": _scaling,
+               "phase-diagram": _phase_diagram}[name]
     document, table = handler(args, params)
     header = {"model": args.model.name, "params": params.as_dict(),
               args.model.variant_option: args.variant}
@@ -134,3 +173,21 @@ def _continue(args: argparse.Namespace, params: Parameters) -> tuple[dict, list[
               for b in bifurcations]
     return {"param": args.param, "to": args.to, "branches": [b.to_dict() for b in branches],
             "bifurcations": bifurcations}, table
+
+
+def _phase_diagram(args: argparse.Namespace, params: Parameters) -> tuple[dict, list[str]]:
+    out = writable(args.out, "dir")
+    check_run_options(args, out / "results.jsonl")
+    x, y = (Axis(getattr(args, a), getattr(args, f"{a}_from"), getattr(args, f"{a}_to"),
+                 getattr(args, f"{a}_num"), getattr(args, f"{a}_log")) for a in ("x", "y"))
+    base = {k: v for k, v in params.as_dict().items() if k not in (x.name, y.name)}
+    base[args.model.variant_option] = args.variant
+    with run_executor(args) as (executor, workers):
+        data = phase_diagram(args.model, x, y, args.quantity, out, base=base,
+                             backend=args.backend, executor=executor, max_workers=workers,
+                             progress=args.progress)
+    figure = draw_phase_diagram(out / "phase_diagram.json", out / "phase_diagram")
+    missing = sum(v is None for row in data["values"] for v in row)
+    return data, [f"{args.quantity} over {x.name} x {y.name}: {x.num} x {y.num} settings, "
+                  f"{missing} without a value -> {out / 'phase_diagram.json'}, "
+                  f"{', '.join(map(str, figure))}"]
