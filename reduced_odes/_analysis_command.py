@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 
+from ._bifurcation_figure import draw_bifurcation_diagram
 from ._cli_options import (
     add_backend_option,
     add_run_options,
@@ -23,6 +24,7 @@ from ._fixed_points import find_fixed_points
 from ._io import json_safe
 from ._params import ParameterError, Parameters
 from ._phase_diagram import Axis, draw_phase_diagram, phase_diagram
+from ._results import write_json
 from ._scaling import measure_scaling
 
 __all__ = ["COMMANDS", "add_arguments", "run"]
@@ -110,6 +112,11 @@ def add_arguments(name: str, parser: argparse.ArgumentParser, model) -> None:
                                  "one); it starts at its option's value")
         parser.add_argument("--to", required=True, type=float, metavar="VALUE",
                             help="the parameter's value to continue to")
+        parser.add_argument("--figure", metavar="STEM", default=None,
+                            help="also write the document to STEM.json and draw the "
+                                 "bifurcation diagram to STEM.png (default: none)")
+        parser.add_argument("--observable", default=None, metavar="NAME",
+                            help="the figure's vertical axis (default: the first observable)")
 
 
 def run(name: str, args: argparse.Namespace, params: Parameters) -> int:
@@ -161,6 +168,8 @@ def _pairs(values: dict) -> str:
 def _continue(args: argparse.Namespace, params: Parameters) -> tuple[dict, list[str]]:
     if not math.isfinite(args.to):
         raise ParameterError(f"to={args.to!r}; allowed: a finite number")
+    if args.figure:
+        writable(f"{args.figure}.json", "file", "figure")
     c = Continuation(args.model, params, args.param, args.variant, to=args.to)
     start = float(getattr(params, args.param))
     branches = [continue_branch(c, p.coordinates, start, args.to) for p in _found(args, params)]
@@ -171,8 +180,13 @@ def _continue(args: argparse.Namespace, params: Parameters) -> tuple[dict, list[
              for i, b in enumerate(branches)]
     table += [f"{b['kind']} at {args.param}={b['param']:.10g} (branch {b['branch']})"
               for b in bifurcations]
-    return {"param": args.param, "to": args.to, "branches": [b.to_dict() for b in branches],
-            "bifurcations": bifurcations}, table
+    document = {"param": args.param, "to": args.to,
+                "branches": [b.to_dict() for b in branches], "bifurcations": bifurcations}
+    if args.figure:
+        write_json(f"{args.figure}.json", document)
+        table += [f"-> {p}" for p in draw_bifurcation_diagram(f"{args.figure}.json",
+                                                               args.figure, args.observable)]
+    return document, table
 
 
 def _phase_diagram(args: argparse.Namespace, params: Parameters) -> tuple[dict, list[str]]:

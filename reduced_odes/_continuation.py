@@ -202,7 +202,11 @@ def continue_branch(c: Continuation, y0, start: float, to: float, *,
                 break
             new_t = _tangent(c, new, t, direction)
         point = c.point(new)
-        bifurcations += _detected(c, x, t, new, new_t, points[-1], point)
+        for found, at in _detected(c, x, t, new, new_t, points[-1], point):
+            bifurcations.append(found)
+            if at is not None:  # the located point joins the branch
+                values.append(float(at[-1]))
+                points.append(c.point(at))
         x, t = new, new_t
         values.append(float(x[-1]))
         points.append(point)
@@ -229,24 +233,24 @@ def _landed(c: Continuation, x: np.ndarray, beyond: np.ndarray, to: float):
 
 
 def _detected(c: Continuation, x, t, new, new_t, before: FixedPoint, after: FixedPoint
-              ) -> list[dict]:
-    """The fold and the change of stability between two consecutive points, if any."""
-    found = []
+              ) -> list[tuple[dict, np.ndarray | None]]:
+    """The fold and the change of stability between two consecutive points, if any, each
+    with the located point on the branch (None for a fold: the nearer of the two)."""
+    found: list[tuple[dict, np.ndarray | None]] = []
     if np.sign(t[-1]) != np.sign(new_t[-1]) and t[-1] != 0:
-        found.append({"param": float(new[-1] if abs(new_t[-1]) < abs(t[-1]) else x[-1]),
-                      "kind": "fold"})
+        found.append(({"param": float(new[-1] if abs(new_t[-1]) < abs(t[-1]) else x[-1]),
+                       "kind": "fold"}, None))
     if before.unstable_dimension != after.unstable_dimension:
-        where = _bisected(c, x, t, new, min(before.unstable_dimension,
-                                                after.unstable_dimension))
+        at = _bisected(c, x, t, new, min(before.unstable_dimension, after.unstable_dimension))
         kind = ("loss_of_stability" if before.unstable_dimension == 0 else
                 "gain_of_stability" if after.unstable_dimension == 0 else "saddle_change")
-        found.append({"param": where, "kind": kind,
-                      "unstable_before": before.unstable_dimension,
-                      "unstable_after": after.unstable_dimension})
+        found.append(({"param": float(at[-1]), "kind": kind,
+                       "unstable_before": before.unstable_dimension,
+                       "unstable_after": after.unstable_dimension}, at))
     return found
 
 
-def _bisected(c: Continuation, x, t, new, index: int) -> float:
+def _bisected(c: Continuation, x, t, new, index: int) -> np.ndarray:
     """The parameter where the real part of the ``index``-th eigenvalue (largest real part
     first: the one that crosses) changes sign between ``x`` and ``new``: bisection on the
     arclength, each trial corrected onto the branch."""
@@ -267,4 +271,4 @@ def _bisected(c: Continuation, x, t, new, index: int) -> float:
         else:
             high = middle
     crossing = _corrected(c, x, t, (low + high) / 2)
-    return float((crossing if crossing is not None else new)[-1])
+    return crossing if crossing is not None else new

@@ -61,3 +61,11 @@ def test_scaling_json(capsys):
     # T = ln(s/sigma^2 - 1)/(2s) = -ln(sigma) + O(sigma^2) at s = 1: a logarithm, A = -1.
     assert document["law"] == "log" and document["exponent"] == 0.0
     assert document["coefficients"]["A"] == pytest.approx(-1.0, rel=1e-6)
+
+
+def test_continue_draws_the_bifurcation_diagram(tmp_path, capsys):
+    stem = tmp_path / "bif"
+    assert main(["continue", "--model", "deep_linear", "--s", "1", "--param", "s", "--to", "2",
+                 "--figure", str(stem), "--observable", "u"]) == 0
+    assert (tmp_path / "bif.png").exists() and (tmp_path / "bif.json").exists()
+    assert "bif.png" in capsys.readouterr().out
