@@ -8,10 +8,11 @@ model's parameters.  ``--json`` prints one JSON document; otherwise a table.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 
-from ._bifurcation_figure import draw_bifurcation_diagram
+from ._analysis_figures import draw_bifurcation_diagram, draw_scaling_fit
 from ._cli_options import (
     add_backend_option,
     add_run_options,
@@ -95,6 +96,9 @@ def add_arguments(name: str, parser: argparse.ArgumentParser, model) -> None:
                                 model.phase_order))
         parser.add_argument("--per-decade", type=int, default=2, metavar="N",
                             help="values per decade (default: 2)")
+        parser.add_argument("--figure", metavar="STEM", default=None,
+                            help="also write the document to STEM.json and draw the fit to "
+                                 "STEM.png (default: none)")
         parser.add_argument("--json", action="store_true",
                             help="print one JSON document (default: a table)")
         return
@@ -134,6 +138,8 @@ def run(name: str, args: argparse.Namespace, params: Parameters) -> int:
 def _scaling(args: argparse.Namespace, params: Parameters) -> tuple[dict, list[str]]:
     if not 1 <= args.per_decade <= 100:
         raise ParameterError(f"per_decade={args.per_decade}; allowed: 1 to 100")
+    if args.figure:
+        writable(f"{args.figure}.json", "file", "figure")
     fit = measure_scaling(args.model, params, args.param, args.lo, args.hi, args.phase,
                           variant=args.variant, per_decade=args.per_decade)
     low, high = fit.interval
@@ -141,7 +147,16 @@ def _scaling(args: argparse.Namespace, params: Parameters) -> tuple[dict, list[s
              f"[{low:.6g}, {high:.6g}], RMS relative residual {fit.residual:.3g}",
              "local slopes d ln T / d ln x: " + ", ".join(f"{v:.4g}" for v in fit.local_slopes),
              *([fit.reason] if not fit.fit_ok else [])]
-    return {"param": args.param, "phase": args.phase, **fit.to_dict()}, table
+    document = {"param": args.param, "phase": args.phase, **fit.to_dict()}
+    return document, table + _figure(args.figure, document, draw_scaling_fit)
+
+
+def _figure(stem: str | None, document: dict, draw) -> list[str]:
+    """With ``--figure STEM``: the document to ``STEM.json``, drawn to ``STEM.png``."""
+    if not stem:
+        return []
+    write_json(f"{stem}.json", document)
+    return [f"-> {p}" for p in draw(f"{stem}.json", stem)]
 
 
 def _found(args: argparse.Namespace, params: Parameters):
@@ -182,11 +197,8 @@ def _continue(args: argparse.Namespace, params: Parameters) -> tuple[dict, list[
               for b in bifurcations]
     document = {"param": args.param, "to": args.to,
                 "branches": [b.to_dict() for b in branches], "bifurcations": bifurcations}
-    if args.figure:
-        write_json(f"{args.figure}.json", document)
-        table += [f"-> {p}" for p in draw_bifurcation_diagram(f"{args.figure}.json",
-                                                               args.figure, args.observable)]
-    return document, table
+    draw = functools.partial(draw_bifurcation_diagram, observable=args.observable)
+    return document, table + _figure(args.figure, document, draw)
 
 
 def _phase_diagram(args: argparse.Namespace, params: Parameters) -> tuple[dict, list[str]]:
