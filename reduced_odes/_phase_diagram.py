@@ -24,9 +24,10 @@ from ._integrate import solve
 from ._params import ParameterError
 from ._prepare import prepare
 from ._registry import get_model, reference
-from ._results import read_json, write_json
+from ._results import read_json, setting_key, write_json
+from ._results_file import read_results
 from ._setting import Setting
-from ._sweep import read_results, run_sweep, setting_key
+from ._sweep import run_sweep
 
 __all__ = ["Axis", "diagram_task", "draw_phase_diagram", "phase_diagram"]
 
