@@ -93,3 +93,24 @@ def test_bad_parameter_is_named():
     with pytest.raises(ParameterError, match="seed="):
         continue_branch(c, [math.nan, 0.0], 1.0, 2.0)
     assert np.all(np.isfinite(c.rates(np.zeros(2), 1.0)))
+
+
+class SymmetricFold(Fold):
+    """The fold with a declared symmetric state: the unstable branch, which no trajectory
+    from the model's start reaches."""
+
+    name = "fold_with_symmetric_states"
+
+    def symmetric_states(self, params, variant):
+        return [{"x": -1.5 * math.sqrt(params.p)}]
+
+
+def test_declared_symmetric_states_seed_newton():
+    from reduced_odes._fixed_points import find_fixed_points
+
+    plain = find_fixed_points(Fold(), {"p": 4.0})
+    both = find_fixed_points(SymmetricFold(), {"p": 4.0})
+    assert [p.kind for p in plain] == ["stable"]
+    assert [p.kind for p in both] == ["unstable", "stable"]
+    # 1e-12: Newton to round-off on x^2 = 4.
+    assert [p.state["x"] for p in both] == pytest.approx([-2.0, 2.0], abs=1e-12)
