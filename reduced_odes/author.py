@@ -96,6 +96,8 @@ _PROVISIONAL = {
     **dict.fromkeys(("Flow", "find_fixed_points"), "_fixed_points"),
     **dict.fromkeys(("Continuation", "continue_branch"), "_continuation"),
     **dict.fromkeys(("fit_law",), "_scaling"),
+    **dict.fromkeys(("plateau_predictions",), "_plateaus"),
+    **dict.fromkeys(("prediction_claims",), "_prediction_claims"),
     **dict.fromkeys(("FIGURE_DIGITS", "rounded"), "_reproduce"),
     # Figures in the house style, with deterministic bytes.
     **dict.fromkeys(("COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE",

@@ -170,3 +170,19 @@ def test_solve_reports_predictions(capsys):
     assert abs(escape["relative_error_from_plateau"]) < 0.01
     # 10%: measured 9.4%, the transport to the saddle neglected.
     assert abs(escape["relative_error"]) < 0.1
+
+
+def test_predictions_become_claims():
+    """The committee machine's predictions as verdict rows, without model code: at
+    asymmetry 1e-8 the escape from the plateau is within 2% and the rate within 1e-3."""
+    from reduced_odes import solve
+    from reduced_odes._plateaus import plateau_predictions
+    from reduced_odes._prediction_claims import prediction_claims
+    from reduced_odes.models.committee_machine import CommitteeParams
+
+    report = plateau_predictions(solve(CommitteeParams(K=2, M=2, asymmetry=1e-8), "erf"))
+    rows = prediction_claims(report, label="asymmetry 1e-8")
+    assert [r.name.split(" ")[0] for r in rows] == ["T_escape", "T_spec", "convergence"]
+    assert all(r.passed for r in rows), [r.as_dict() for r in rows]
+    # From the start the error (9.4%) fails the 2% bar: the row says so.
+    assert not prediction_claims(report, from_plateau=False)[0].passed
