@@ -178,14 +178,20 @@ def newton(flow: Flow, y0: Sequence[float], *, max_iterations: int = MAX_ITERATI
     True
     """
     y = np.asarray(y0, dtype=float).copy()
-    if not flow.inside(y):
+    try:
+        residual = flow.rates(y) if flow.inside(y) else None
+    except (ValueError, ArithmeticError):
+        residual = None
+    if residual is None or not np.all(np.isfinite(residual)):
         return None
-    residual = flow.rates(y)
     # Polished until the residual stops falling, not only below the tolerance: at a
     # singular fixed point (a marginal direction) the residual is quadratic in the
     # distance, so a residual at the tolerance can still be 1e-6 away.
     for _ in range(max_iterations):
-        step = np.linalg.lstsq(flow.jacobian(y), -residual, rcond=None)[0]
+        try:
+            step = np.linalg.lstsq(flow.jacobian(y), -residual, rcond=None)[0]
+        except (ValueError, ArithmeticError):  # LinAlgError is a ValueError
+            break
         if float(np.max(np.abs(step))) <= np.finfo(float).eps * (1 + np.max(np.abs(y))):
             break
         moved = _damped(flow, y, step, float(np.linalg.norm(residual)))
@@ -208,7 +214,10 @@ def _damped(flow: Flow, y: np.ndarray, step: np.ndarray, norm: float):
     while t > 1e-12:
         trial = y + t * step
         if flow.inside(trial):
-            rates = flow.rates(trial)
+            try:
+                rates = flow.rates(trial)
+            except (ValueError, ArithmeticError):  # overflow far out: a shorter step
+                rates = np.full(len(y), np.nan)
             if np.all(np.isfinite(rates)) and np.linalg.norm(rates) < (1 - 1e-4 * t) * norm:
                 return trial, rates
         t /= 2

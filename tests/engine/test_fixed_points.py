@@ -50,3 +50,9 @@ def test_bad_seed_names_the_variables():
         find_fixed_points("deep_linear", {"s": 1.0}, seeds=[[1.0, 2.0, 3.0]], trajectory=False)
     with pytest.raises(ParameterError, match="initial"):
         find_fixed_points("deep_linear", {"s": 1.0}, seeds=[{"a": 1.0}], trajectory=False)
+
+
+def test_newton_stops_cleanly_where_the_rates_overflow():
+    """A seed where the rates overflow (exp(ln a) with ln a = 1e6) is refused, not raised."""
+    flow = Flow.of("deep_linear", {"s": 1.0})
+    assert newton(flow, [1e6, 0.0]) is None
