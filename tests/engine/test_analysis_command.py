@@ -56,7 +56,7 @@ def test_bad_input_exits_2_with_one_line(capsys, argv, names):
 
 def test_scaling_json(capsys):
     assert main(["scaling", "--model", "deep_linear", "--param", "sigma", "--from", "1e-12",
-                 "--to", "1e-4", "--phase", "T_half", "--json"]) == 0
+                 "--to", "1e-4", "--phase", "T_half", "--per-decade", "1", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     # T = ln(s/sigma^2 - 1)/(2s) = -ln(sigma) + O(sigma^2) at s = 1: a logarithm, A = -1.
     assert document["law"] == "log" and document["exponent"] == 0.0
