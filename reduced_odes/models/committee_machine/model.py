@@ -14,9 +14,19 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from reduced_odes.author import CommittedFigures, Crossing, Model, ParameterError, SettledRule
 
-from .params import ACTIVATIONS, CommitteeParams, PhaseLevels, initial_overlaps, overlap_state
+from .params import (
+    ACTIVATIONS,
+    CLOSED_FORM,
+    CommitteeParams,
+    PhaseLevels,
+    check_realisable,
+    initial_overlaps,
+    overlap_state,
+)
 
 __all__ = ["MODEL", "CommitteeMachine"]
 
@@ -30,7 +40,8 @@ class CommitteeMachine(Model):
     Examples
     --------
     >>> MODEL.variants, MODEL.variant_option, MODEL.structural
-    (('erf', 'relu', 'linear'), 'activation', ('K', 'M'))
+    (('erf', 'relu', 'linear', 'tanh', 'sigmoid', 'gelu', 'softplus', 'silu'), 'activation', \
+('K', 'M'))
     """
 
     name = "committee_machine"
@@ -39,6 +50,9 @@ class CommitteeMachine(Model):
     Params = CommitteeParams
     Thresholds = PhaseLevels
     variants = ACTIVATIONS
+    #: ``verify`` checks the closed-form activations (a numerical one's first native
+    #: compile alone would exceed the main job's budget).
+    verified_variants = CLOSED_FORM
     variant_option = "activation"
     structural = ("K", "M")
     phase_order = ("T_plateau", "T_escape")
@@ -58,7 +72,17 @@ class CommitteeMachine(Model):
                                  f"M={params.M}: the learning-rate term (an expectation over "
                                  f"four fields of steps and ReLUs) has no closed form; allowed: "
                                  f"eta = 0 (the limit eta -> 0), or K + M <= 3")
+        if variant not in CLOSED_FORM and params.eta > 0 and params.K + params.M > 3:
+            raise ParameterError(f"eta={params.eta!r} with activation {variant!r} and "
+                                 f"K={params.K}, M={params.M}: the learning-rate term needs "
+                                 f"four-dimensional numerical kernels (~10^7 evaluations each, "
+                                 f"per step); allowed: eta = 0 (the limit eta -> 0), or "
+                                 f"K + M <= 3")
         _check_plateau(params, variant)
+
+    def check_start(self, params: CommitteeParams, variant: str, start) -> None:
+        """A given start must be overlaps that a network realises (``Q - R R^T`` PSD)."""
+        check_realisable(dict(start), params.K, params.M)
 
     def parameter_values(self, params: CommitteeParams, variant: str) -> tuple[float, float]:
         return (float(params.eta), float(params.noise))
@@ -69,6 +93,11 @@ class CommitteeMachine(Model):
     def phases(self, params, variant, initial, thresholds) -> list[Crossing]:
         from .numerics import unspecialised_fixed_point
 
+        if params.K == params.M == 1:
+            # One student, one teacher: the unspecialised point (the students alike) is every
+            # state, and its fixed point the learnt one (the teacher itself at eps_g = 0 when
+            # noise or eta vanish): there is no plateau to read phases against.
+            return []
         levels = thresholds or PhaseLevels()
         plateau = unspecialised_fixed_point(params, variant).eps_g
         crossings = [Crossing("T_plateau", "eps_g", (1 + levels.entry) * plateau, -1),
@@ -114,7 +143,12 @@ def _check_plateau(params: CommitteeParams, variant: str) -> None:
     from .numerics import unspecialised_fixed_point
 
     try:
-        plateau, why = unspecialised_fixed_point(params, variant).eps_g, "its eps_g diverges"
+        point = unspecialised_fixed_point(params, variant)
+        plateau, why = point.eps_g, "its eps_g diverges"
+        if math.isfinite(plateau) and not point.attracts_in_subspace:
+            growth = float(np.max(point.subspace.real))
+            plateau, why = math.nan, (f"the symmetric flow leaves it, at the rate {growth:.3g}; "
+                                      f"linear: K^2 eta - 2K, from eta = 2/K = {2 / params.K:.6g}")
     except (ValueError, ArithmeticError):  # LinAlgError is a ValueError
         plateau, why = math.nan, "the flow to it leaves the domain of the overlaps"
     if not math.isfinite(plateau):
