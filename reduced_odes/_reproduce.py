@@ -26,7 +26,10 @@ ATOL = 1e-12
 FIGURE_DIGITS = 4
 #: Solver statistics (nfev, steps, ...) depend on the BLAS kernel (up to 26% apart): not
 #: results, never compared.  Provenance and output paths are not compared either.
-_IGNORED = frozenset({"solver", "metadata", "versions", "platform", "files", "stats"})
+#: ``retried``: which settings a machine retried on another backend is the solver's
+#: story, like ``solver``; the numbers are compared.
+_IGNORED = frozenset({"solver", "metadata", "versions", "platform", "files", "stats",
+                      "retried"})
 
 
 def rounded(value: Any, digits: int = FIGURE_DIGITS) -> Any:

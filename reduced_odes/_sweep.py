@@ -13,7 +13,7 @@ import concurrent.futures as cf
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,8 +66,8 @@ class SweepReport:
 #: amortise the per-task costs (pickling, a round trip, the results file's fsync),
 #: short enough that an interrupt loses at most this much finished work per worker.
 CHUNK_SECONDS = 0.25
-#: Seconds of reading a results file back before its progress is shown (a large file's
-#: resume takes minutes: one line per 5% or 30 s in a log).
+#: Seconds of keying the settings or reading a results file back before their progress is
+#: shown (a large file's resume takes minutes: one line per 5% or 30 s in a log).
 READ_QUIET_SECONDS = 2.0
 MAX_CHUNK = 256
 
@@ -207,10 +207,7 @@ def run_sweep(
     # that it compares equal to the metadata of the lines it wrote.
     path = Path(results_path)
     metadata = json.loads(json.dumps(dict(metadata or {}), default=_tolist))
-    todo: dict[str, GridPoint] = {}
-    for setting in settings:  # a dict as it is: a large grid is not held twice
-        todo.setdefault(setting_key(setting), setting if type(setting) is dict else
-                        dict(setting))
+    todo = _keyed(settings, progress)
     with results_lock(path):
         outcomes = _run_pending(todo, task, path, executor, max_workers, progress, metadata,
                                 prepare)
@@ -222,6 +219,26 @@ def run_sweep(
         failed=outcomes[False], results_path=path,
         records=[successes[key] for key in todo if key in successes],
     )
+
+
+def _keyed(settings: Iterable[Mapping[str, Any]], progress: bool | None
+           ) -> dict[str, GridPoint]:
+    """The distinct settings by key, in their order; past the quiet seconds, a progress
+    line (a million settings take about ten seconds)."""
+    total = len(settings) if isinstance(settings, Sized) else 0
+    report = Progress("keying settings", total, show=progress and total > 0,
+                      quiet=READ_QUIET_SECONDS)
+    todo: dict[str, GridPoint] = {}
+    try:
+        for count, setting in enumerate(settings, 1):  # a dict as it is: not held twice
+            todo.setdefault(setting_key(setting), setting if type(setting) is dict else
+                            dict(setting))
+            if count % 1000 == 0:
+                report.update(count)
+        report.update(total)
+    finally:
+        report.close()
+    return todo
 
 
 def _reusable(record: dict, metadata: Mapping[str, Any]) -> bool:

@@ -9,7 +9,9 @@ Each setting of the grid (see :func:`reduced_odes._grid.load_grid`) is a table o
   (:class:`~reduced_odes.SolverConfig`; ``backend`` defaults to the command's ``--backend``),
 * the model's phase thresholds, if it has any (``model.Thresholds``).
 
-Omitted keys take the defaults.  Every setting is validated before any work
+Omitted keys take the defaults.  A grid is data: its ``model`` key may only name the
+command's model, by a registered name or as ``--model`` was given; a model from a file
+or a module comes from ``--model`` alone.  Every setting is validated before any work
 starts, so a bad grid fails at once with exit status 2 and one line on
 stderr.  Each finished setting appends one JSON line to the results file; a
 rerun skips the settings that already have a result.

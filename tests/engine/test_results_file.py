@@ -107,3 +107,6 @@ def test_a_long_resume_shows_progress_in_a_log(tmp_path, capsys, monkeypatch):
     lines = [line for line in err.splitlines() if line.startswith("reading r.jsonl")]
     assert "\r" not in err and len(lines) >= 2, err
     assert lines[-1].startswith(f"reading r.jsonl {size}/{size} (100%)"), err
+    keying = [line for line in err.splitlines() if line.startswith("keying settings")]
+    assert keying and keying[-1].startswith("keying settings 3000/3000 (100%)"), err
+    assert err.index("keying settings") < err.index("reading r.jsonl")

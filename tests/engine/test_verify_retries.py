@@ -62,3 +62,16 @@ def test_a_verify_without_retries_writes_what_it_wrote_before(tmp_path):
     assert report.retried == [] and "Retried" not in report.table()
     assert "retried" not in json.loads((tmp_path / "verify-quick.json").read_text())
     assert "retried" not in read_results(Path(report.files["raw"]))[0]["result"]
+
+
+def test_reproduce_compares_the_numbers_not_which_run_was_retried(first_run_fails, tmp_path):
+    """A machine that retried a setting (its files list it) reproduces one that did not."""
+    from reduced_odes._reproduce import differences
+
+    fresh, committed = tmp_path / "fresh", tmp_path / "committed"
+    for out in (fresh, committed):
+        with ThreadPoolExecutor(1) as pool:
+            report = verify("committee_machine", "quick", "linear", out=out, executor=pool,
+                            progress=False, backend="python")
+        assert bool(report.retried) == (out == fresh)  # only the first run fails
+    assert differences(fresh, committed, "quick") == []
