@@ -60,7 +60,8 @@ _STABLE = {
                      "mobility_gradient", "relu"), "_symbolic"),
     **dict.fromkeys(("GaussianExpectation", "gaussian_expectation"), "_gaussian"),
     # Activations and their Gaussian expectations; online SGD of teacher-student pairs.
-    **dict.fromkeys(("ACTIVATIONS", "Activation", "activation"), "_activations"),
+    **dict.fromkeys(("ACTIVATIONS", "Activation", "activation", "register_activation"),
+                    "_activations"),
     **dict.fromkeys(("OnlineSGD", "online_sgd_reduction", "pullback_mobility"),
                     "_teacher_student"),
     # Sums over sequence positions (attention readouts) and their expectations.
@@ -92,6 +93,8 @@ _PROVISIONAL = {
                      "write_json"),
                     "_results"),
     **dict.fromkeys(("versions",), "_provenance"),
+    # One Gaussian kernel as numbers (closed form or numerical), for rates summed by index.
+    **dict.fromkeys(("KernelFunctions", "gaussian_kernel"), "_kernel_functions"),
     **dict.fromkeys(("FIGURE_DIGITS", "rounded"), "_reproduce"),
     # Figures in the house style, with deterministic bytes.
     **dict.fromkeys(("COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE",

@@ -43,8 +43,7 @@ from ._figstyle import parse_formats
 from ._integrate import solve
 from ._io import atomic_write
 from ._params import METHODS, ParameterError, SolverConfig
-from ._pool import process_pool
-from ._prepare import derive_all, systems
+from ._prepare import derive_models
 from ._registry import DEFAULT_MODEL, get_model, registered_models
 from ._reproduce import ATOL, RTOL, differences, rounded
 from ._results import results_line, trajectory_record, write_json
@@ -441,25 +440,11 @@ def _reproduce_one(model, args: argparse.Namespace) -> int:
 
 def _say_derived(model) -> None:
     """The line of a model that supplies nothing to reproduce but its flow, derived and
-    compiled (by :func:`_derive_every_system`)."""
+    compiled (by :func:`~reduced_odes._prepare.derive_models`)."""
     shown = "; ".join(f"{variant}: {', '.join(load_system(model, variant).coordinate_names)}"
                       for variant in model.variants)
     print(f"{model.name}: flow derived and compiled ({shown}); no derivation export, claims "
           f"or figures to reproduce")
-
-
-def _derive_every_system(models, grid: str) -> None:
-    """Derive every system the models' grids integrate, several at once on a process pool,
-    before the first model is verified: each derivation is one SymPy computation, and the
-    verifications then start with every system in the cache."""
-    wanted = []
-    for model in models:
-        wanted += systems(model, model.variants)
-        if model.supports("claims") and grid in model.grids:
-            wanted += systems(model, model.variants,
-                              model.verify_settings(grid, list(model.variants))[0])
-    with process_pool(None, len(wanted)) as pool:
-        derive_all(wanted, pool)
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
@@ -469,7 +454,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     if args.update_committed:
         writable(args.figures, "dir", "figures")
         writable(args.derivations, "dir", "derivations")
-    _derive_every_system(models, args.grid)
+    derive_models(models, args.grid)
     return max(_reproduce_one(model, args) for model in models)
 
 
