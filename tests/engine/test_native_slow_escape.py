@@ -13,7 +13,9 @@ from reduced_odes._backend import native_available
 
 MODEL = get_model(f"{Path(__file__).with_name('slow_escape_model.py')}:MODEL")
 
-pytestmark = pytest.mark.skipif(not native_available(), reason="needs numba")
+#: The native tests' lasting compile cache: the twin is compiled once, not every session.
+pytestmark = [pytest.mark.skipif(not native_available(), reason="needs numba"),
+              pytest.mark.usefixtures("lasting_cache")]
 
 
 def _exact_t_half(k: int, d: float) -> float:

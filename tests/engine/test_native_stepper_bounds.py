@@ -16,23 +16,23 @@ from reduced_odes._backend import native_available
 from reduced_odes.models.deep_linear import DeepLinearParams
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 #: ``exp(800)`` overflows: the rates are inf/NaN at the start (the pure path raises there,
 #: the native one gets inf and NaN), though the start itself is finite.
 UNEVALUABLE = {"log_a": 800.0, "log_b": 800.0}
 
-native = pytest.mark.skipif(not native_available(), reason="needs numba")
 
 
-@native
+@pytest.mark.skipif(not native_available(), reason="needs numba")
+@pytest.mark.usefixtures("lasting_cache")
 def test_the_native_stepper_refuses_a_start_with_rates_that_are_not_finite():
     with pytest.raises(DomainError, match="not finite") as info:
         solve(DeepLinearParams(), solver=SolverConfig(backend="numba"), initial=UNEVALUABLE)
     assert "log_a" in str(info.value)  # the last accepted state, named
 
 
-@native
+@pytest.mark.skipif(not native_available(), reason="needs numba")
+@pytest.mark.usefixtures("lasting_cache")
 def test_a_start_the_pure_path_cannot_evaluate_is_not_retried_forever():
     # Before the fix the native retry spun in nogil code, with a NaN step size, for ever:
     # in a child process, so that a regression fails the test instead of hanging the suite.
@@ -44,7 +44,7 @@ def test_a_start_the_pure_path_cannot_evaluate_is_not_retried_forever():
                   initial={UNEVALUABLE!r})
         except DomainError as exc:
             print(exc)
-    """)], capture_output=True, text=True, env=ENV,
+    """)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
         # A hang guard only: a warm run answers in about a second, a cold one compiles the
         # native twin first (minutes on a loaded machine); only a hang reaches this.
         timeout=1800)
