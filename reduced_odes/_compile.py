@@ -42,6 +42,7 @@ from ._errors import DerivationError
 from ._io import atomic_write
 from ._params import warn
 from ._registry import get_model
+from ._structured import StructuredSystem, _identity
 from ._version import __version__
 
 __all__ = ["CompiledSystem", "cache_dir", "cached_symbolic", "load_system", "write_cache_files"]
@@ -114,7 +115,7 @@ class CompiledSystem:
     observable_names: tuple[str, ...]
     domain_labels: tuple[str, ...]
     key: str
-    path: Path
+    path: Path | None  # None: a structured system, no generated module
     coordinate_ranges: tuple[str, ...] = ()
     loss: Callable | None = None
     blocks: tuple[tuple[int, ...], ...] = ()
@@ -489,6 +490,8 @@ def _fuse_kernel_calls(exprs: list, printer, kernels: str) -> tuple[list[str], l
 
 #: In-process memo: (model, variant, index path) -> (index stamp, module stamp, system).
 _LOADED: dict[tuple[str, str, str], tuple[tuple, tuple, CompiledSystem]] = {}
+#: Structured systems built in this process (they have no files to check).
+_STRUCTURED: dict[tuple[str, str, str], CompiledSystem] = {}
 #: Systems returned in the last ``SOURCE_CHECK_SECONDS``, by the call's arguments.
 _RECENT: dict[tuple, tuple[float, CompiledSystem]] = {}
 
@@ -556,6 +559,8 @@ def _load_system(model, variant: str, structure: Mapping[str, Any],
     name = _system_name(variant, structure)
     index = directory / f"index-{derivation_key(model, name)}.json"
     memo_key = (model.name, name, str(index))
+    if memo_key in _STRUCTURED:
+        return _STRUCTURED[memo_key]
     if memo_key in _LOADED:
         index_stamp, module_stamp, system = _LOADED[memo_key]
         if _stat(index) == index_stamp and _stat(system.path) == module_stamp:
@@ -567,7 +572,11 @@ def _load_system(model, variant: str, structure: Mapping[str, Any],
             return _remember(memo_key, index, _system_from_module(module, path))
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    body, key = _generate(model.name, name, _derive(model, variant, structure))
+    derived = _derive(model, variant, structure)
+    if isinstance(derived, StructuredSystem):
+        _STRUCTURED[memo_key] = as_compiled(model.name, name, derived)
+        return _STRUCTURED[memo_key]
+    body, key = _generate(model.name, name, derived)
     module_name = f"system-{key}.py"
     directory = write_cache_files(directory, {
         module_name: f"# checksum: {_body_checksum(body)}\n{body}",
@@ -579,6 +588,25 @@ def _load_system(model, variant: str, structure: Mapping[str, Any],
     if module is None:
         raise RuntimeError(f"generated module {path} failed to load")
     return _remember(memo_key, index, _system_from_module(module, path))
+
+
+def as_compiled(model_name: str, variant: str, system: StructuredSystem) -> CompiledSystem:
+    """``system`` with the interface the steppers use: integrated in its state variables.
+
+    Examples
+    --------
+    >>> flow = StructuredSystem(("y",), ("loss",), (), lambda t, y, a: [-a * y[0]],
+    ...                         lambda t, y, a: [[-a]], lambda y, a: [y[0] ** 2 / 2],
+    ...                         lambda y, a: [], lambda y, a: [y[0] ** 2 / 2], "decay")
+    >>> compiled = as_compiled("demo", "default", flow)
+    >>> compiled.coordinate_names, compiled.state([3.0], 0.5), compiled.path is None
+    (('y',), [3.0], True)
+    """
+    names = tuple(system.state_names)
+    return CompiledSystem(model_name, variant, system.rhs, system.jac, system.observables,
+                          system.margins, _identity, _identity, names, names,
+                          tuple(system.observable_names), tuple(system.domain_labels),
+                          system.key, None, ("any real value",) * len(names), system.loss)
 
 
 def _remember(memo_key: tuple, index: Path, system: CompiledSystem) -> CompiledSystem:
