@@ -35,6 +35,8 @@ _LAZY = {
                      "mobility_gradient", "relu"), "_symbolic"),
     **dict.fromkeys(("OnlineSGD", "online_sgd_reduction", "pullback_mobility"),
                     "_teacher_student"),
+    **dict.fromkeys(("indexed_online_sgd",), "_unit_sums"),
+    **dict.fromkeys(("StructuredSystem",), "_structured"),
     **dict.fromkeys(("GaussianExpectation", "gaussian_expectation"), "_gaussian"),
     **dict.fromkeys(("ACTIVATIONS", "Activation", "activation"), "_activations"),
     **dict.fromkeys(("Fixed", "Index", "PositionSum", "expect_product",
