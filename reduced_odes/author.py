@@ -61,8 +61,8 @@ _STABLE = {
     **dict.fromkeys(("GaussianExpectation", "gaussian_expectation"), "_gaussian"),
     # Activations and their Gaussian expectations; online SGD of teacher-student pairs.
     **dict.fromkeys(("ACTIVATIONS", "Activation", "activation"), "_activations"),
-    **dict.fromkeys(("OnlineSGD", "online_sgd_reduction", "pullback_mobility"),
-                    "_teacher_student"),
+    **dict.fromkeys(("OnlineSGD", "SymmetricSGD", "online_sgd_reduction", "pullback_mobility",
+                     "symmetric_online_sgd"), "_teacher_student"),
     **dict.fromkeys(("indexed_online_sgd",), "_unit_sums"),
     **dict.fromkeys(("StructuredSystem",), "_structured"),
     # Sums over sequence positions (attention readouts) and their expectations.
