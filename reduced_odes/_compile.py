@@ -39,13 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import DerivationError
-from ._io import atomic_write
+from ._io import atomic_write, exclusive
 from ._params import warn
 from ._registry import get_model
 from ._structured import StructuredSystem, _identity
 from ._version import __version__
 
-__all__ = ["CompiledSystem", "cache_dir", "cached_symbolic", "load_system", "write_cache_files"]
+__all__ = ["CompiledSystem", "cache_dir", "cached_symbolic", "is_cached", "load_system",
+           "write_cache_files"]
 
 #: Bump when the generated code changes shape, to invalidate old cache entries.
 CODEGEN_VERSION = "5"
@@ -552,42 +553,75 @@ def load_system(model, variant: str | None = None, *, structure: Mapping[str, An
     return system
 
 
+def is_cached(model, variant: str, structure: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``model``'s system for ``variant`` (and ``structure``) is in the cache, so
+    that :func:`load_system` reads it instead of deriving it.
+
+    Examples
+    --------
+    >>> _ = load_system("deep_linear")
+    >>> is_cached("deep_linear", "default")
+    True
+    """
+    model = get_model(model)
+    if structure is None:
+        structure = model.structure(model.make_params({})) if model.structural else {}
+    name = _system_name(model.resolve_variant(variant), structure)
+    index = cache_dir() / f"index-{derivation_key(model, name)}.json"
+    return _cached(model.name, name, index) is not None
+
+
 def _load_system(model, variant: str, structure: Mapping[str, Any],
                  directory: Path | None) -> CompiledSystem:
-    """:func:`load_system` once its arguments are resolved, checking the cache's files."""
+    """:func:`load_system` once its arguments are resolved, checking the cache's files.
+
+    A miss is derived under a lock beside the index, so that processes sharing the cache
+    (a job's workers, a test session's) derive each system once: the others wait, then
+    read it."""
     directory = _usable_cache(directory) if directory is not None else cache_dir()
     name = _system_name(variant, structure)
     index = directory / f"index-{derivation_key(model, name)}.json"
-    memo_key = (model.name, name, str(index))
-    if memo_key in _STRUCTURED:
-        return _STRUCTURED[memo_key]
+    if (model.name, name, str(index)) in _STRUCTURED:
+        return _STRUCTURED[(model.name, name, str(index))]
+    system = _cached(model.name, name, index)
+    if system is not None:
+        return system
+    with exclusive(index.with_suffix(".lock")):
+        system = _cached(model.name, name, index)  # derived meanwhile by another process
+        if system is not None:
+            return system
+        derived = _derive(model, variant, structure)
+        if isinstance(derived, StructuredSystem):  # numbers, not expressions: no module
+            _STRUCTURED[(model.name, name, str(index))] = as_compiled(model.name, name, derived)
+            return _STRUCTURED[(model.name, name, str(index))]
+        body, key = _generate(model.name, name, derived)
+        module_name = f"system-{key}.py"
+        directory = write_cache_files(directory, {
+            module_name: f"# checksum: {_body_checksum(body)}\n{body}",
+            index.name: json.dumps({"module": module_name, "model": model.name,
+                                    "variant": name, "versions": _versions()})})
+    path, index = directory / module_name, directory / index.name
+    module = _load_module(path)
+    if module is None:
+        raise RuntimeError(f"generated module {path} failed to load")
+    return _remember((model.name, name, str(index)), index, _system_from_module(module, path))
+
+
+def _cached(model_name: str, name: str, index: Path) -> CompiledSystem | None:
+    """The system ``index`` names, if its files are in the cache and intact."""
+    memo_key = (model_name, name, str(index))
     if memo_key in _LOADED:
         index_stamp, module_stamp, system = _LOADED[memo_key]
         if _stat(index) == index_stamp and _stat(system.path) == module_stamp:
             return system
     try:
-        path = directory / json.loads(index.read_text())["module"]
+        path = index.parent / json.loads(index.read_text())["module"]
         module = _load_module(path)
         if module is not None:
             return _remember(memo_key, index, _system_from_module(module, path))
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    derived = _derive(model, variant, structure)
-    if isinstance(derived, StructuredSystem):
-        _STRUCTURED[memo_key] = as_compiled(model.name, name, derived)
-        return _STRUCTURED[memo_key]
-    body, key = _generate(model.name, name, derived)
-    module_name = f"system-{key}.py"
-    directory = write_cache_files(directory, {
-        module_name: f"# checksum: {_body_checksum(body)}\n{body}",
-        index.name: json.dumps({"module": module_name, "model": model.name, "variant": name,
-                                "versions": _versions()})})
-    path, index = directory / module_name, directory / index.name
-    memo_key = (model.name, name, str(index))
-    module = _load_module(path)
-    if module is None:
-        raise RuntimeError(f"generated module {path} failed to load")
-    return _remember(memo_key, index, _system_from_module(module, path))
+    return None
 
 
 def as_compiled(model_name: str, variant: str, system: StructuredSystem) -> CompiledSystem:
@@ -632,12 +666,25 @@ def cached_symbolic(model, variant: str, name: str, derive: Callable[[], dict]) 
 
     model = get_model(model)
     path = cache_dir() / f"{name}-{derivation_key(model, variant, extra=name)}.json"
+    stored = _stored_symbolic(path)
+    if stored is not None:
+        return stored
+    with exclusive(path.with_suffix(".lock")):
+        stored = _stored_symbolic(path)  # derived meanwhile by another process
+        if stored is not None:
+            return stored
+        values = derive()
+        write_cache_files(path.parent, {path.name: json.dumps({key: sp.srepr(v)
+                                                               for key, v in values.items()})})
+    return values
+
+
+def _stored_symbolic(path: Path) -> dict | None:
+    """The SymPy objects stored at ``path`` by :func:`cached_symbolic`, if readable."""
+    import sympy as sp
+
     try:
         stored = json.loads(path.read_text())
         return {key: sp.sympify(text) for key, text in stored.items()}
     except (OSError, ValueError, TypeError, AttributeError, sp.SympifyError):
-        pass
-    values = derive()
-    write_cache_files(path.parent, {path.name: json.dumps({key: sp.srepr(v)
-                                                           for key, v in values.items()})})
-    return values
+        return None

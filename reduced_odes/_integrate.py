@@ -56,6 +56,7 @@ from ._driver import Problem, _Run
 from ._ivp import _ivp_run
 from ._lsoda import _FastPathUnavailable, _lsoda_run
 from ._params import ParameterError, Parameters, SolverConfig, _number
+from ._retries import note_retry
 from ._setting import Setting
 from ._trajectory import (
     DomainError,
@@ -206,6 +207,8 @@ def solve(params: Parameters | Setting, variant: str | None = None,
                           setting.solver.backend, first)
     if setting.solver.cross_check:
         result = cross_checked(result, setting)
+    if result.fallback_reason is not None:  # for a job that sees no trajectory (verify)
+        note_retry(f"{run_label(setting)}: {result.fallback_reason}")
     return result
 
 
@@ -250,6 +253,9 @@ def _solve_on(setting: Setting) -> Trajectory:
     system = load_system(model, variant, structure=model.structure(params))
     args = tuple(float(a) for a in model.parameter_values(params, variant))
     y0 = _initial_state(model, params, variant, setting.initial, system, args)
+    if isinstance(rule := model.settled(params, variant), SettledRule):  # before any step
+        rule.check(system.coordinate_names, system.state_names, system.observable_names,
+                   f"model {model.name!r}")
     label = run_label(setting)
     problem = Problem(system, args, y0, _LazyRule(model, params, variant, system, args),
                       _horizon(model, params, variant, label), float(model.tail), solver.t_end,

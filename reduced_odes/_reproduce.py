@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ._results import read_json
-from ._sweep import read_results
+from ._results_file import read_results
 
 __all__ = ["ATOL", "FIGURE_DIGITS", "RTOL", "differences", "rounded"]
 

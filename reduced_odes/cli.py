@@ -37,15 +37,18 @@ from ._cli_options import (
     run_executor,
     writable,
 )
+from ._compile import load_system
 from ._errors import DerivationError
 from ._figstyle import parse_formats
 from ._integrate import solve
 from ._io import atomic_write
 from ._params import METHODS, ParameterError, SolverConfig
+from ._pool import process_pool
+from ._prepare import derive_all, systems
 from ._registry import DEFAULT_MODEL, get_model, registered_models
 from ._reproduce import ATOL, RTOL, differences, rounded
-from ._results import trajectory_record, write_json
-from ._sweep import read_results, results_line
+from ._results import results_line, trajectory_record, write_json
+from ._results_file import read_results
 from ._trajectory import DomainError
 from ._verify import check_grid, verify
 from ._version import __version__
@@ -416,9 +419,34 @@ def _reproduce_one(model, args: argparse.Namespace) -> int:
         status = max(status, _cmd_figures(argparse.Namespace(
             model=model, out=str(work / "figures" / model.name), data=str(data),
             format="png,pdf", model_options=[])))
+    if not any(model.supports(hook) for hook in ("export_derivations", "claims", "figures")):
+        _say_derived(model)
     if args.update_committed:
         _update_committed(model, args, work)
     return status
+
+
+def _say_derived(model) -> None:
+    """The line of a model that supplies nothing to reproduce but its flow, derived and
+    compiled (by :func:`_derive_every_system`)."""
+    shown = "; ".join(f"{variant}: {', '.join(load_system(model, variant).coordinate_names)}"
+                      for variant in model.variants)
+    print(f"{model.name}: flow derived and compiled ({shown}); no derivation export, claims "
+          f"or figures to reproduce")
+
+
+def _derive_every_system(models, grid: str) -> None:
+    """Derive every system the models' grids integrate, several at once on a process pool,
+    before the first model is verified: each derivation is one SymPy computation, and the
+    verifications then start with every system in the cache."""
+    wanted = []
+    for model in models:
+        wanted += systems(model, model.variants)
+        if model.supports("claims") and grid in model.grids:
+            wanted += systems(model, model.variants,
+                              model.verify_settings(grid, list(model.variants))[0])
+    with process_pool(None, len(wanted)) as pool:
+        derive_all(wanted, pool)
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
@@ -428,6 +456,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     if args.update_committed:
         writable(args.figures, "dir", "figures")
         writable(args.derivations, "dir", "derivations")
+    _derive_every_system(models, args.grid)
     return max(_reproduce_one(model, args) for model in models)
 
 

@@ -266,7 +266,8 @@ def _compile_scans_aside(path: Path, name: str) -> None:
     _ASIDE[:] = [process for process in _ASIDE if process.poll() is None]
     try:
         _ASIDE.append(subprocess.Popen(
-            [sys.executable, "-m", "reduced_odes._native._precompile", str(path), name],
+            [sys.executable, "-m", "reduced_odes._native._precompile", str(path), name,
+             str(os.getpid())],
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL))
     except OSError:  # e.g. no interpreter to start: this process compiles them all
