@@ -41,20 +41,43 @@ __all__ = ["indexed_online_sgd"]
 Kinds = tuple[str, ...]
 
 
+#: Relative step of the central differences that differentiate a numerical kernel: its
+#: 1e-10 accuracy over this step leaves ~1e-5 relative in the Jacobian, which only the
+#: stepper's Newton iteration reads (the rates, and so the solution, are exact to 1e-10).
+_DIFFERENCE_STEP = 1e-5
+
+
 @functools.cache
 def _lambdified(activation: str, pattern: tuple, size: int) -> tuple[Callable, Callable, str]:
     """``(value, gradient, text)`` of one kernel: NumPy functions of its entries ``c_a_b``
-    (``a <= b``, row by row), the gradient a list over the same entries."""
+    (``a <= b``, row by row), the gradient a list over the same entries.  A closed form is
+    differentiated symbolically; a numerical kernel by central differences."""
     import sympy as sp
 
-    from ._teacher_student import _kernel
+    from ._kernel_functions import gaussian_kernel
 
-    kernel = _kernel(activation, pattern, size)
-    symbols = [sp.Symbol(f"c_{a}_{b}", real=True) for a in range(size) for b in range(a, size)]
-    gradient = [sp.diff(kernel, s) for s in symbols]
-    return (sp.lambdify(symbols, kernel, modules="numpy", cse=True),
-            sp.lambdify(symbols, gradient, modules="numpy", cse=True),
-            f"{activation}{pattern}{size}:{sp.srepr(kernel)}")
+    kernel = gaussian_kernel(activation, pattern, size)
+    text = f"{activation}{pattern}{size}:{sp.srepr(kernel.expression)}"
+    if not kernel.closed_form:
+        return kernel.numpy, _differenced(kernel.numpy), text
+    symbols = list(kernel.arguments)
+    gradient = [sp.diff(kernel.expression, s) for s in symbols]
+    return (sp.lambdify(symbols, kernel.expression, modules="numpy", cse=True),
+            sp.lambdify(symbols, gradient, modules="numpy", cse=True), text)
+
+
+def _differenced(value: Callable) -> Callable:
+    """The gradient of ``value(*entries)`` by central differences, entry by entry."""
+    def gradient(*entries):
+        entries = [np.asarray(e, dtype=float) for e in entries]
+        columns = []
+        for j, entry in enumerate(entries):
+            step = _DIFFERENCE_STEP * (1.0 + np.abs(entry))
+            up, down = list(entries), list(entries)
+            up[j], down[j] = entry + step, entry - step
+            columns.append((value(*up) - value(*down)) / (2 * step))
+        return columns
+    return gradient
 
 
 @dataclass(frozen=True)
@@ -214,7 +237,8 @@ def indexed_online_sgd(K: int, M: int, activation: str, *, finite_eta: bool = Tr
     K, M : int
         Hidden units of the student and of the teacher.
     activation : str
-        A registered activation whose kernels have a closed form.
+        A registered activation: its kernels are closed forms where the rules find them,
+        else numerical (:func:`reduced_odes._kernel_functions.gaussian_kernel`, 1e-10).
     finite_eta : bool
         Include the learning-rate term ``eta E[delta_i delta_k]`` (with the noise's part);
         without it the flow is the limit ``eta -> 0`` (and ``eta`` is ignored).

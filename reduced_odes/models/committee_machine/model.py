@@ -37,7 +37,7 @@ class CommitteeMachine(Model):
     Examples
     --------
     >>> MODEL.variants, MODEL.variant_option, MODEL.structural
-    (('erf', 'relu', 'linear'), 'activation', ('K', 'M'))
+    (('erf', 'relu', 'linear', 'tanh'), 'activation', ('K', 'M'))
     >>> MODEL.structure(CommitteeParams(K=20, M=10))
     {'K': 20, 'M': 10, 'finite_eta': False, 'indexed': True}
     """

@@ -1,6 +1,6 @@
 """Parameters of the soft committee machine learning a teacher by online SGD.
 
-The activation (``erf``, ``relu``, ``linear``) is the model's variant; the sizes
+The activation (``erf``, ``relu``, ``linear``, ``tanh``) is the model's variant; the sizes
 ``K`` and ``M`` select the system (up to ``UNROLLED_UNITS`` each pair derives and
 compiles its own; beyond, the unit sums serve every width from the same kernels); ``eta`` and ``noise`` are runtime numbers of that system; the start is the
 symmetric, unspecialised point ``Q_ik = q0 [i = k]``, ``R_in = r0`` broken by
@@ -22,11 +22,14 @@ from reduced_odes.author import (
     positive,
 )
 
-__all__ = ["ACTIVATIONS", "MAX_UNITS", "UNROLLED_UNITS", "CommitteeParams", "PhaseLevels",
+__all__ = ["ACTIVATIONS", "MAX_UNITS", "NUMERICAL_ACTIVATIONS", "UNROLLED_UNITS", "CommitteeParams", "PhaseLevels",
            "initial_overlaps", "overlap_state"]
 
 #: The model's variants: the activation of student and teacher alike.
-ACTIVATIONS = ("erf", "relu", "linear")
+ACTIVATIONS = ("erf", "relu", "linear", "tanh")
+#: Activations whose Gaussian kernels are numerical (no closed form): their flow is always
+#: the unit sums, whose kernels are evaluated to 1e-10 (no unrolled, compiled system).
+NUMERICAL_ACTIVATIONS = ("tanh",)
 
 #: Widths up to this (K and M) run the unrolled system, derived and compiled per (K, M) (the
 #: committed data's runs); wider ones the unit sums, built from kernels derived once.
