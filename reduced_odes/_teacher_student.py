@@ -418,7 +418,8 @@ def symmetric_online_sgd(activation: str, *, learning_rate_terms: bool = True) -
     one = _Representatives(1, 1, q, c, r)
     two = _Representatives(2, 1, q, c, r)
     rates = [q_rate(one, ("l", 0), ("l", 0)), q_rate(two, ("l", 0), ("l", 1)), r_rate(one)]
-    rates = [e.xreplace(f.at_symmetric_point()) for e, f in zip(rates, (one, two, one))]
+    rates = [e.xreplace(f.at_symmetric_point())
+             for e, f in zip(rates, (one, two, one), strict=True)]
     none = _Representatives(0, 0, q, c, r)
     loss = sp.Rational(1, 2) * error_sum(none, [], 2,
                                          lambda f, h: E(none, ("g", f), ("g", h)))

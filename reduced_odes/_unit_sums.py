@@ -123,10 +123,9 @@ def _batches(activation: str, kinds: Kinds, fields: np.ndarray, rows: np.ndarray
                  for x in range(len(distinct)) for y in range(x, len(distinct))]
         columns = [column_of[u, v] for u, v in pairs]
         kept = tuple(c >= 0 for c in columns)
+        cells = tuple(rows[mask][k] * n + c[k] for c, k in zip(columns, kept, strict=True))
         batches.append(_Batch(value, gradient, tuple(u * width + v for u, v in pairs),
-                              rows[mask], weights[mask],
-                              tuple(rows[mask][k] * n + c[k] for c, k in zip(columns, kept)),
-                              kept, text))
+                              rows[mask], weights[mask], cells, kept, text))
     return batches
 
 
@@ -144,7 +143,7 @@ def _differentiated(batches: list[_Batch], covariance: np.ndarray, n: int) -> np
     out = np.zeros(n * n)
     for b in batches:
         gradient = b.gradient(*(covariance[g] for g in b.gathers))
-        for entry, cells, kept in zip(gradient, b.cells, b.kept):
+        for entry, cells, kept in zip(gradient, b.cells, b.kept, strict=True):
             terms = np.broadcast_to(b.weights * entry, b.weights.shape)[kept]
             out += np.bincount(cells, weights=terms, minlength=n * n)
     return out.reshape(n, n)
@@ -183,7 +182,7 @@ class _Layout:
 
 def _rate_batches(activation: str, layout: _Layout, finite_eta: bool) -> tuple[list, list]:
     """The batches of the gradient part and of the learning-rate part (with the noise's)."""
-    K, M, F, s = layout.K, layout.M, layout.width, layout.signs
+    K, F, s = layout.K, layout.width, layout.signs
     n, column_of = len(layout.names), layout.column_of
     ti = layout.terms(range(K), range(K, F), range(F))  # (i, teacher n, f): dR_in
     tq = layout.terms(range(K), range(K), range(F))  # (i, k, f): dQ_ik's gradient part

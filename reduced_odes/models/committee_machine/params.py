@@ -1,10 +1,11 @@
 """Parameters of the soft committee machine learning a teacher by online SGD.
 
-The activation (``erf``, ``relu``, ``linear``, ``tanh``) is the model's variant; the sizes
-``K`` and ``M`` select the system (up to ``UNROLLED_UNITS`` each pair derives and
-compiles its own; beyond, the unit sums serve every width from the same kernels); ``eta`` and ``noise`` are runtime numbers of that system; the start is the
-symmetric, unspecialised point ``Q_ik = q0 [i = k]``, ``R_in = r0`` broken by
-``R_ii += asymmetry`` (a network with these overlaps exists: checked).
+The activation (``erf``, ``relu``, ``linear``, ``tanh``) is the model's variant; the
+sizes ``K`` and ``M`` select the system (up to ``UNROLLED_UNITS`` each pair derives and
+compiles its own; beyond, the unit sums serve every width from the same kernels);
+``eta`` and ``noise`` are runtime numbers of that system; the start is the symmetric,
+unspecialised point ``Q_ik = q0 [i = k]``, ``R_in = r0`` broken by ``R_ii += asymmetry``
+(a network with these overlaps exists: checked).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from reduced_odes.author import (
     positive,
 )
 
-__all__ = ["ACTIVATIONS", "MAX_UNITS", "NUMERICAL_ACTIVATIONS", "UNROLLED_UNITS", "CommitteeParams", "PhaseLevels",
-           "initial_overlaps", "overlap_state"]
+__all__ = ["ACTIVATIONS", "MAX_UNITS", "NUMERICAL_ACTIVATIONS", "UNROLLED_UNITS",
+           "CommitteeParams", "PhaseLevels", "initial_overlaps", "overlap_state"]
 
 #: The model's variants: the activation of student and teacher alike.
 ACTIVATIONS = ("erf", "relu", "linear", "tanh")
