@@ -13,12 +13,14 @@ fresh process each:
   verifies every line and finds nothing left to run.
 
 Prints the peak RSS of both and their difference: what reading the file back costs.
-The results file is written once (``--keep`` reuses it on a second run).
+The results file is written once: ``--keep FILE`` reuses it on a second run, and
+completes it if a first run was killed while writing.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
@@ -35,14 +37,28 @@ def _settings(lines: int) -> list[dict]:
             for i in range(lines)]
 
 
+def _complete_lines(path: Path) -> int:
+    """How many whole lines ``path`` holds; a torn last line (a killed writer) is cut off."""
+    count, intact = 0, 0
+    with open(path, "rb") as fh:
+        for line in fh:
+            if line.endswith(b"\n"):
+                count, intact = count + 1, intact + len(line)
+    os.truncate(path, intact)
+    return count
+
+
 def _write(path: Path, lines: int) -> None:
+    """Append the lines ``path`` lacks of the first ``lines`` settings (so that a killed
+    writer is resumed, not restarted)."""
     from reduced_odes._results import results_line
     from reduced_odes._sweep_command import solve_setting
 
+    done = _complete_lines(path) if path.exists() else 0
     document = solve_setting(_settings(1)[0])
     metadata = {"versions": {"reduced_odes": "bench"}}
-    with open(path, "w") as fh:
-        for setting in _settings(lines):
+    with open(path, "a") as fh:
+        for setting in _settings(lines)[done:]:
             fh.write(results_line({"setting": setting, "result": document,
                                    "metadata": metadata}))
 
@@ -68,7 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--keep", type=Path, default=None,
-                        help="results file to write (or reuse, if it exists)")
+                        help="results file to write, or to reuse and complete")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -76,11 +92,10 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         path = args.keep or Path(tmp) / "results.jsonl"
-        if not path.exists():
-            start = time.perf_counter()
-            _write(path, args.lines)
-            print(f"wrote {args.lines:,} lines, {path.stat().st_size / 1e9:.2f} GB, in "
-                  f"{time.perf_counter() - start:.0f} s")
+        start = time.perf_counter()
+        _write(path, args.lines)
+        print(f"{args.lines:,} lines, {path.stat().st_size / 1e9:.2f} GB, written in "
+              f"{time.perf_counter() - start:.0f} s")
         peaks = {}
         for mode in ("grid", "resume"):
             out = subprocess.run([sys.executable, __file__, "--lines", str(args.lines),

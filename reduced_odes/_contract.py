@@ -376,6 +376,8 @@ class Model(abc.ABC):
     description: ClassVar[str]
     Params: ClassVar[type[Parameters]]
     variants: ClassVar[tuple[str, ...]] = ("default",)
+    #: The variants ``verify`` checks when none is named (None: all of :attr:`variants`).
+    verified_variants: ClassVar[tuple[str, ...] | None] = None
     variant_option: ClassVar[str] = "variant"
     #: Run on for this many times the settling time (late-time rates are resolved there).
     tail: ClassVar[float] = 1.0

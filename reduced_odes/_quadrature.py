@@ -30,6 +30,7 @@ measured, not proven: the tests hold every built-in smooth activation's kernels 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from functools import cache
@@ -103,7 +104,11 @@ class GaussianKernel(sp.Function):
     """
 
     @classmethod
-    def eval(cls, key, *entries):  # never evaluated symbolically
+    def eval(cls, key, *entries):
+        """Never a value; the variables put in a canonical order (one name per kernel)."""
+        canonical = _canonical(key.name, entries)
+        if canonical != (key.name, entries):
+            return cls(Str(canonical[0]), *canonical[1])
         return None
 
     @property
@@ -131,6 +136,25 @@ class GaussianKernel(sp.Function):
             return None
         value = numerical_value(self.key, [float(arg) for arg in self.args[1:]])
         return sp.Float(value, prec)
+
+
+def _canonical(key: str, entries: tuple) -> tuple[str, tuple]:
+    """The kernel's variables permuted to the least (orders, entries) order."""
+    activation, orders = decode(key)
+    size = len(orders)
+    if size == 1:
+        return key, tuple(entries)
+    pairs = _pairs(size)
+    entry = {**dict(zip(pairs, entries, strict=True)),
+             **{(b, a): e for (a, b), e in zip(pairs, entries, strict=True)}}
+    best = None
+    for perm in itertools.permutations(range(size)):
+        candidate = (tuple(orders[p] for p in perm),
+                     tuple(entry[perm[a], perm[b]] for a, b in pairs))
+        rank = (candidate[0], [sp.default_sort_key(e) for e in candidate[1]])
+        if best is None or rank < best[0]:
+            best = (rank, candidate)
+    return encode(activation, best[1][0]), best[1][1]
 
 
 def _differentiate(orders: Orders, a: int):

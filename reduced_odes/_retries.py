@@ -26,9 +26,9 @@ def noting_retries() -> Iterator[list[str]]:
     Examples
     --------
     >>> with noting_retries() as notes:
-    ...     note_retry("deep_linear s=2: backend numba: the step size became too small")
+    ...     note_retry("toy x=2: backend numba: the step size became too small")
     >>> notes
-    ['deep_linear s=2: backend numba: the step size became too small']
+    ['toy x=2: backend numba: the step size became too small']
     >>> note_retry("outside any block: not kept")
     """
     notes: list[str] = []

@@ -260,7 +260,7 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     """
     model = get_model(model)
     check_grid(model, grid)
-    variants = list(model.variants) if variant in (None, "all") else [
+    variants = list(model.verified_variants or model.variants) if variant in (None, "all") else [
         model.resolve_variant(variant)]
     settings, skipped = model.verify_settings(grid, variants)
     backend = for_job(backend, len(settings))

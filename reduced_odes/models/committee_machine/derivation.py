@@ -19,8 +19,6 @@ from reduced_odes.author import (
     online_sgd_reduction,
 )
 
-from .params import NUMERICAL_ACTIVATIONS
-
 __all__ = ["derivation", "specialisation"]
 
 
@@ -50,8 +48,7 @@ def derivation(variant: str, K: int = 2, M: int = 2, finite_eta: bool = False,
     ``finite_eta`` keeps the learning-rate term (a system of its own: at ``eta = 0`` the
     four-point kernels it sums are not compiled at all).  ``indexed``: the same flow as unit
     sums (:func:`~reduced_odes.author.indexed_online_sgd`), whose kernels are derived once
-    for every width, in place of the unrolled, compiled derivation; always for an activation
-    whose kernels are numerical.
+    for every width, in place of the unrolled, compiled derivation.
 
     Examples
     --------
@@ -59,7 +56,7 @@ def derivation(variant: str, K: int = 2, M: int = 2, finite_eta: bool = False,
     >>> d.state_names, tuple(map(str, d.parameters))
     (('Q_1_1', 'R_1_1'), ('eta', 'noise'))
     """
-    if indexed or variant in NUMERICAL_ACTIVATIONS:
+    if indexed:
         return indexed_online_sgd(K, M, variant, finite_eta=finite_eta)
     sgd = online_sgd_reduction(K, M, variant, learning_rate_terms=finite_eta)
     speed = sp.sqrt(sum((r**2 for r in sgd.rates), sp.Integer(0)))

@@ -1,6 +1,6 @@
 """Parameters of the soft committee machine learning a teacher by online SGD.
 
-The activation (``erf``, ``relu``, ``linear``, ``tanh``) is the model's variant; the
+The activation (``erf``, ``relu``, ``linear``; numerical: ``tanh``, ...) is the variant; the
 sizes ``K`` and ``M`` select the system (up to ``UNROLLED_UNITS`` each pair derives and
 compiles its own; beyond, the unit sums serve every width from the same kernels);
 ``eta`` and ``noise`` are runtime numbers of that system; the start is the symmetric,
@@ -23,14 +23,14 @@ from reduced_odes.author import (
     positive,
 )
 
-__all__ = ["ACTIVATIONS", "MAX_UNITS", "NUMERICAL_ACTIVATIONS", "UNROLLED_UNITS",
-           "CommitteeParams", "PhaseLevels", "initial_overlaps", "overlap_state"]
+__all__ = ["ACTIVATIONS", "CLOSED_FORM", "MAX_UNITS", "UNROLLED_UNITS", "CommitteeParams",
+           "PhaseLevels", "initial_overlaps", "overlap_state"]
 
-#: The model's variants: the activation of student and teacher alike.
-ACTIVATIONS = ("erf", "relu", "linear", "tanh")
-#: Activations whose Gaussian kernels are numerical (no closed form): their flow is always
-#: the unit sums, whose kernels are evaluated to 1e-10 (no unrolled, compiled system).
-NUMERICAL_ACTIVATIONS = ("tanh",)
+#: The activations with closed-form kernels (the verified variants).
+CLOSED_FORM = ("erf", "relu", "linear")
+#: The model's variants: the activation of student and teacher alike; the others' kernels
+#: are numerical (the engine's Gaussian kernels for smooth activations).
+ACTIVATIONS = (*CLOSED_FORM, "tanh", "sigmoid", "gelu", "softplus", "silu")
 
 #: Widths up to this (K and M) run the unrolled system, derived and compiled per (K, M) (the
 #: committed data's runs); wider ones the unit sums, built from kernels derived once.
