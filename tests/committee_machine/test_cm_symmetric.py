@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from reduced_odes import solve
 from reduced_odes.models.committee_machine import CommitteeParams
 from reduced_odes.models.committee_machine.numerics import (
     closed_form_plateau,
@@ -38,3 +39,14 @@ def test_plateau_equals_the_closed_form_at_any_width(K):
     assert abs(plateau.eps_g / closed_form_plateau(K) - 1) < 1e-9
     assert plateau.escape_rate > 0 and np.all(plateau.eigenvalues.real < 1e-9)
     assert math.isfinite(plateau.escape_time(1e-3))
+
+
+def test_escape_rate_predicts_how_t_escape_moves_with_the_asymmetry():
+    """T_escape = ln(1/asymmetry)/rate + a constant, to O(asymmetry): two runs of the full
+    flow, a hundredfold apart in asymmetry, differ by ln(100)/rate."""
+    times = [solve(CommitteeParams(asymmetry=a), "erf").phases["T_escape"]
+             for a in (1e-4, 1e-6)]
+    plateau = symmetric_plateau(2, 2)
+    predicted = plateau.escape_time(1e-6) - plateau.escape_time(1e-4)
+    # The neglected terms are O(asymmetry) ~ 1e-4 relative; the phase times are exact to ~1e-9.
+    assert abs((times[1] - times[0]) / predicted - 1) < 1e-3, (times, predicted)
