@@ -58,10 +58,28 @@ def lasting_cache():
     Every entry is keyed by a hash of what it was made from, so sharing it between sessions
     is safe."""
     mp = pytest.MonkeyPatch()
+    session = Path(os.environ["REDUCED_ODES_CACHE"])
     lasting = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    mp.setenv("REDUCED_ODES_CACHE", str(lasting / "reduced-odes-native-tests"))
+    lasting = lasting / "reduced-odes-native-tests"
+    lasting.mkdir(parents=True, exist_ok=True)
+    _share_systems(session, lasting)
+    mp.setenv("REDUCED_ODES_CACHE", str(lasting))
     yield
     mp.undo()
+    _share_systems(lasting, session)
+
+
+def _share_systems(source: Path, target: Path) -> None:
+    """Copy the derived systems in ``source`` that ``target`` lacks, so that the session's
+    cache and the lasting one derive each system once between them.  An entry's name is
+    a hash of what it was made from, so a copy is the same entry; each is written whole
+    (another worker may be reading), the modules before the indexes that name them."""
+    from reduced_odes._io import atomic_write
+
+    for pattern in ("system-*.py", "index-*.json"):
+        for path in sorted(source.glob(pattern)):
+            if not (target / path.name).exists():
+                atomic_write(target / path.name, path.read_bytes())
 
 
 @pytest.fixture

@@ -51,10 +51,12 @@ def _complete_lines(path: Path) -> int:
 def _write(path: Path, lines: int) -> None:
     """Append the lines ``path`` lacks of the first ``lines`` settings (so that a killed
     writer is resumed, not restarted)."""
+    done = _complete_lines(path) if path.exists() else 0
+    if done >= lines:  # complete: nothing to import (the file can be read by older trees)
+        return
     from reduced_odes._results import results_line
     from reduced_odes._sweep_command import solve_setting
 
-    done = _complete_lines(path) if path.exists() else 0
     document = solve_setting(_settings(1)[0])
     metadata = {"versions": {"reduced_odes": "bench"}}
     with open(path, "a") as fh:

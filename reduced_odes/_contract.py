@@ -224,7 +224,7 @@ class CommittedFigures:
 
 #: The optional hooks: methods with a default here, which a model overrides or names in
 #: :attr:`Model.hooks` (see :meth:`Model.supports`).
-OPTIONAL_HOOKS = ("check", "integrate", "verify_settings", "measure", "claims",
+OPTIONAL_HOOKS = ("check", "check_start", "integrate", "verify_settings", "measure", "claims",
                   "verify_metadata", "export_derivations", "figures", "compare", "format_compare",
                   "command_options")
 #: The methods a model may implement through :attr:`Model.hooks`: the optional hooks and
@@ -305,6 +305,13 @@ class Model(abc.ABC):
             def check(self, params, variant):
                 if variant == "square" and not params.A1 < 1:
                     raise ParameterError(f"A1={params.A1!r} is outside (0, 1)")
+
+        and :meth:`check_start`: reject a start (``solve(..., initial=...)``) inside the
+        domain that the model's state cannot take, e.g. overlaps no network realises::
+
+            def check_start(self, params, variant, start):
+                if start["q"] < start["r"] ** 2:
+                    raise ParameterError(f"initial q={start['q']!r} < r^2: no network")
 
     12. :meth:`integrate`: a protocol that is not one flow, e.g. layer-wise
         training in stages, each stage a :func:`~reduced_odes.solve`; None
@@ -463,6 +470,21 @@ class Model(abc.ABC):
         >>> from reduced_odes.models import get_model
         >>> model = get_model("deep_linear")
         >>> model.check(model.Params(), "default") is None
+        True
+        """
+        return None
+
+    def check_start(self, params: Parameters, variant: str, start: Mapping[str, float]
+                    ) -> None:
+        """Raise :class:`ParameterError` unless the flow may start at ``start`` (each state
+        variable by name, at ``t = 0``; called for every start ``solve`` is given, after the
+        domain's conditions hold there).  Default: every start inside the domain.
+
+        Examples
+        --------
+        >>> from reduced_odes.models import get_model
+        >>> model = get_model("deep_linear")
+        >>> model.check_start(model.Params(), "default", {"a": 0.1, "b": 0.1}) is None
         True
         """
         return None

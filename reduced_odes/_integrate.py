@@ -126,6 +126,13 @@ def _initial_state(model: Model, params, variant: str, initial, system: Compiled
                 f"domain of {model.name} {model.variant_option} {variant!r}: condition "
                 f"{system.domain_labels[worst]} fails (margin {margins[worst]:.3g}); allowed: "
                 f"every condition {', '.join(system.domain_labels)}")
+    if initial is not None:  # the model's own start is its to get right
+        try:
+            start = [float(v) for v in system.state(y0, *args)]
+        except (ValueError, ArithmeticError):  # e.g. a log coordinate's exp overflows: the
+            start = None                       # run fails at once, with its reason
+        if start is not None:
+            model.check_start(params, variant, dict(zip(system.state_names, start, strict=True)))
     return y0
 
 

@@ -38,8 +38,9 @@ class ResultsReader:
     :class:`~reduced_odes._results.ResultsFileError` naming file and line, unless
     ``repair`` (then every bad line is dropped, with one warning).  Warnings are given
     only once the whole file has been read, so that a file that is refused prints its one
-    error line alone.  After the iteration, :attr:`intact` is the length of the file's
-    complete lines (where an append must start).
+    error line alone (``hold_warnings``: not before :meth:`give_warnings`).  After the
+    iteration, :attr:`intact` is the length of the file's complete lines (where an append
+    must start).
 
     Examples
     --------
@@ -54,15 +55,17 @@ class ResultsReader:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, repair: bool = False,
-                 quiet: bool = False):
-        self.path, self.repair, self.quiet = path, repair, quiet
+                 quiet: bool = False, hold_warnings: bool = False):
+        self.path, self.repair, self.quiet, self.hold = path, repair, quiet, hold_warnings
         self.intact = 0
+        self.warnings: list[str] = []  # given at the end, or by give_warnings() if held
         self._corrupt = 0  # lines dropped under repair
         self._unverified: list[tuple[int, Exception]] = []  # the first five failing checks
         self._failed = 0  # how many failed their checks
 
     def __iter__(self) -> Iterator[tuple[bytes, dict[str, Any]]]:
         self.intact, self._corrupt, self._unverified, self._failed = 0, 0, [], 0
+        self.warnings = []
         lineno, tail = 0, b""
         with naming(self.path), open(self.path, "rb") as handle:
             for lineno, line in enumerate(handle, 1):  # noqa: B007 (the tail's number)
@@ -73,6 +76,15 @@ class ResultsReader:
                 if (record := self._verified(line[:-1], lineno)) is not None:
                     yield line[:-1], record
         self._finish(tail, lineno)
+        if not self.hold:
+            self.give_warnings()
+
+    def give_warnings(self) -> None:
+        """Print the warnings about the file read (one line each); held by
+        ``hold_warnings=True`` until the caller has ended its own progress line."""
+        for message in self.warnings:
+            warn(message)
+        self.warnings = []
 
     def _verified(self, line: bytes, lineno: int) -> dict[str, Any] | None:
         """The record of ``line``; None if it is blank, fails its checks (noted for the
@@ -99,13 +111,14 @@ class ResultsReader:
             raise ResultsFileError(f"{self.path}:{lineno}: not a results line: "
                                    f"{text[:40]!r}; --repair keeps the valid lines")
         if tail and not self.quiet:
-            warn(f"{self.path}:{lineno}: dropped an incomplete last line ({len(tail)} bytes, "
-                 f"{'NUL-filled' if not text else 'torn'})")
+            self.warnings.append(f"{self.path}:{lineno}: dropped an incomplete last line "
+                                 f"({len(tail)} bytes, {'NUL-filled' if not text else 'torn'})")
         if self.repair and self._corrupt + self._failed:
-            warn(f"{self.path}: --repair dropped {self._corrupt + self._failed} corrupt "
-                 f"line(s)")
+            self.warnings.append(f"{self.path}: --repair dropped "
+                                 f"{self._corrupt + self._failed} corrupt line(s)")
         elif self._failed and not self.quiet:
-            warn(_unverified_message(self.path, self._unverified, self._failed))
+            self.warnings.append(_unverified_message(self.path, self._unverified,
+                                                     self._failed))
 
 
 def _unverified_message(name: Any, first: list[tuple[int, Exception]], count: int) -> str:

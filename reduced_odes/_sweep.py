@@ -238,22 +238,25 @@ def _still_to_run(todo: dict[str, GridPoint], path: Path, metadata: dict,
     not by the file).  A torn last line is cut off, so that appends start on a fresh line.
     """
     pending, stale = dict(todo), set()
-    reader = ResultsReader(path)
+    reader = ResultsReader(path, hold_warnings=True)
     report = Progress(f"reading {path.name}", os.path.getsize(path), show=progress,
                       quiet=READ_QUIET_SECONDS)
-    for count, (_, record) in enumerate(reader, 1):
-        if count % 1000 == 0:  # in bytes: the file's size is known, its lines are not
-            report.update(reader.intact)
-        key = record["key"]
-        if key not in pending:  # done already, or not in this grid
-            continue
-        if _reusable(record, metadata):
-            del pending[key]
-            stale.discard(int(key[:16], 16))
-        elif "result" in record:
-            stale.add(int(key[:16], 16))  # 64 bits of the key: a count, not a lookup
-    report.update(reader.intact)
-    report.close()
+    try:
+        for count, (_, record) in enumerate(reader, 1):
+            if count % 1000 == 0:  # in bytes: the file's size is known, its lines are not
+                report.update(reader.intact)
+            key = record["key"]
+            if key not in pending:  # done already, or not in this grid
+                continue
+            if _reusable(record, metadata):
+                del pending[key]
+                stale.discard(int(key[:16], 16))
+            elif "result" in record:
+                stale.add(int(key[:16], 16))  # 64 bits of the key: a count, not a lookup
+        report.update(reader.intact)
+    finally:  # the progress line ends before a warning's or the error's
+        report.close()
+    reader.give_warnings()
     if reader.intact < os.path.getsize(path):
         os.truncate(path, reader.intact)
     if stale:

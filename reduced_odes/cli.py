@@ -43,8 +43,7 @@ from ._figstyle import parse_formats
 from ._integrate import solve
 from ._io import atomic_write
 from ._params import METHODS, ParameterError, SolverConfig
-from ._pool import process_pool
-from ._prepare import derive_all, systems
+from ._prepare import derive_models
 from ._registry import DEFAULT_MODEL, get_model, registered_models
 from ._reproduce import ATOL, RTOL, differences, rounded
 from ._results import results_line, trajectory_record, write_json
@@ -75,23 +74,34 @@ def _flag(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
 
 
-def _add_parameter_options(parser: argparse.ArgumentParser, cls) -> None:
-    """One ``--<field>`` option per declared field of the dataclass ``cls``, with its range."""
+def _add_parameter_options(parser: argparse.ArgumentParser, cls, kind_of: str = "param"
+                           ) -> None:
+    """One ``--<field>`` option per declared field of the dataclass ``cls``, with its range
+    (``kind_of``: the prefix of its destination, ``param`` or ``threshold``)."""
     if cls is None:
         return
     for item in cls.declared():
         allowed = item.metadata["allowed"]
         kind = {"flag": _flag, "choice": str}.get(allowed.kind, float)
-        parser.add_argument(f"--{item.name}", dest=f"param_{item.name}", type=kind,
+        parser.add_argument(f"--{item.name}", dest=f"{kind_of}_{item.name}", type=kind,
                             default=item.default, metavar="X" if kind is float else None,
                             choices=allowed.options or None,
                             help=f"{item.metadata['help']}; {allowed.text} "
                                  f"(default: {item.default})")
 
 
-def _parameter_values(args: argparse.Namespace, cls) -> dict:
-    return {} if cls is None else {f.name: getattr(args, f"param_{f.name}")
+def _parameter_values(args: argparse.Namespace, cls, kind_of: str = "param") -> dict:
+    return {} if cls is None else {f.name: getattr(args, f"{kind_of}_{f.name}")
                                    for f in cls.declared()}
+
+
+def _thresholds(args: argparse.Namespace, model):
+    """The model's phase thresholds from the options; None where every one is its default
+    (the run and its document are then those of ``solve`` without thresholds)."""
+    if model.Thresholds is None:
+        return None
+    thresholds = model.Thresholds(**_parameter_values(args, model.Thresholds, "threshold"))
+    return None if thresholds == model.Thresholds() else thresholds
 
 
 def _add_variant_option(parser, model, *, with_all: bool = False) -> None:
@@ -105,6 +115,7 @@ def _add_variant_option(parser, model, *, with_all: bool = False) -> None:
 def _add_solve_arguments(parser: argparse.ArgumentParser, model) -> None:
     _add_parameter_options(parser, model.Params)
     _add_variant_option(parser, model)
+    _add_parameter_options(parser, model.Thresholds, "threshold")  # where phases are read
     parser.add_argument("--method", choices=METHODS, default="LSODA",
                         help="stiff solver (default: LSODA)")
     for name in ("rtol", "atol"):  # help from SolverConfig's declaration: one source
@@ -127,12 +138,13 @@ def _add_solve_arguments(parser: argparse.ArgumentParser, model) -> None:
 def _cmd_solve(args: argparse.Namespace) -> int:
     model = args.model
     params = model.Params(**_parameter_values(args, model.Params))
+    thresholds = _thresholds(args, model)
     solver = SolverConfig(method=args.method, rtol=args.rtol, atol=args.atol,
                           backend=args.backend, cross_check=args.cross_check)
     if args.out is not None:
         writable(args.out, "file")
     try:
-        trajectory = solve(params, args.variant, solver, model=model)
+        trajectory = solve(params, args.variant, solver, thresholds, model=model)
     except DomainError as exc:
         if exc.trajectory is None:  # stopped before its first step: nothing to show
             raise
@@ -428,25 +440,11 @@ def _reproduce_one(model, args: argparse.Namespace) -> int:
 
 def _say_derived(model) -> None:
     """The line of a model that supplies nothing to reproduce but its flow, derived and
-    compiled (by :func:`_derive_every_system`)."""
+    compiled (by :func:`~reduced_odes._prepare.derive_models`)."""
     shown = "; ".join(f"{variant}: {', '.join(load_system(model, variant).coordinate_names)}"
                       for variant in model.variants)
     print(f"{model.name}: flow derived and compiled ({shown}); no derivation export, claims "
           f"or figures to reproduce")
-
-
-def _derive_every_system(models, grid: str) -> None:
-    """Derive every system the models' grids integrate, several at once on a process pool,
-    before the first model is verified: each derivation is one SymPy computation, and the
-    verifications then start with every system in the cache."""
-    wanted = []
-    for model in models:
-        wanted += systems(model, model.variants)
-        if model.supports("claims") and grid in model.grids:
-            wanted += systems(model, model.variants,
-                              model.verify_settings(grid, list(model.variants))[0])
-    with process_pool(None, len(wanted)) as pool:
-        derive_all(wanted, pool)
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
@@ -456,7 +454,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     if args.update_committed:
         writable(args.figures, "dir", "figures")
         writable(args.derivations, "dir", "derivations")
-    _derive_every_system(models, args.grid)
+    derive_models(models, args.grid)
     return max(_reproduce_one(model, args) for model in models)
 
 

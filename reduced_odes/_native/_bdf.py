@@ -29,11 +29,15 @@ iteration that stalls at the round-off of the rates, its residual below
 ``NEWTON_FLOOR`` of the error tolerance, has converged (SciPy would reject the
 step and halve it, again and again, at a fixed point where ``h f`` rounds to more
 than its Newton tolerance of ``10 eps / rtol``: 10^5 steps near a settled state at
-rtol 1e-10); and a step halved after its Newton iteration failed starts from a
+rtol 1e-10); a step halved after its Newton iteration failed starts from a
 Jacobian at its own prediction (SciPy keeps the one of the rejected trial, which a
 large trial step may have evaluated far from the solution, e.g. 1e90 where the
 solution's is 1: its corrections are then so small that SciPy's convergence test
-accepts the prediction itself, or the step shrinks to nothing).
+accepts the prediction itself, or the step shrinks to nothing); a step is the size its
+differences are scaled to, not the rounded ``t_new - t`` (as LSODA: far from ``t = 0``
+the rounding puts ``f ulp(t)`` into the correction, which failed every error test of a
+slow escape); and a NaN or infinite step size, or a step with no trial accepted in
+``MAX_TRIALS``, is a failure with its reason (SciPy's loop would not end).
 
 SciPy's licence::
 
@@ -424,7 +428,11 @@ def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
     infinite; deviation: SciPy's ``h_abs < min_step`` is never true of a NaN, and its loop
     never ends) or ``NO_STEP`` (``MAX_TRIALS`` trials)."""
     t, t_bound, order, n = fws[F_T], fws[F_BOUND], iws[I_ORDER], _size(d[0])
-    min_step = 10 * abs(np.nextafter(t, np.inf) - t)
+    # Deviation: one ulp of t, where SciPy takes ten.  Steps are exact (h_abs, see below),
+    # so a step of a few ulps moves the state right and t to within ulp(t) / 2 of its end:
+    # a slow escape at t ~ 5e13 needs steps of ~0.05 = 6 ulps, which SciPy's floor refuses
+    # (LSODA takes them).
+    min_step = abs(np.nextafter(t, np.inf) - t)
     h_abs = fws[F_H_ABS]
     if not math.isfinite(h_abs):
         return NOT_FINITE
@@ -444,8 +452,14 @@ def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
             _change_d(d, order, abs(t_new - t) / h_abs, ws)
             iws[I_EQUAL] = 0
             iws[I_LU_OK] = 0
-        h = t_new - t
-        h_abs = abs(h)
+            h_abs = abs(t_new - t)
+        # Deviation: the step is h_abs, the one the differences D are scaled to, not SciPy's
+        # rounded ``t_new - t``.  Far from t = 0 the two differ by up to ulp(t) / 2, and the
+        # correction then carries ``f ulp(t)``, which the error test reads as the step's
+        # error: once it exceeds the tolerance no step passes, and the step shrinks to
+        # nothing (a slow escape at t ~ 1e8, m ~ 0.05, rtol 1e-11).  As LSODA: t_new is the
+        # step's end up to round-off of t, which shifts the time only.
+        h = h_abs
         for i in range(n):  # the prediction: the sum of d[:order + 1]; SciPy's psi
             yp, ps = d[0, i], 0.0
             for j in range(1, order + 1):

@@ -190,6 +190,7 @@ def test_output_grid_is_numpys_geomspace_to_the_bit(t_end, n_output):
 #: without ``self``: positional names, then keyword names.
 HOOK_CALLS = {
     "derive": (["variant"], []), "check": (["params", "variant"], []),
+    "check_start": (["params", "variant", "start"], []),
     "integrate": (["params", "variant", "solver", "thresholds", "initial"], []),
     "verify_settings": (["grid", "variants"], []), "measure": (["setting"], []),
     "claims": (["records", "variants"], []), "verify_metadata": ([], []),

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from reduced_odes.author import CommittedFigures, Crossing, Model, ParameterError, SettledRule
 
 from .params import (
@@ -22,6 +24,7 @@ from .params import (
     UNROLLED_UNITS,
     CommitteeParams,
     PhaseLevels,
+    check_realisable,
     initial_overlaps,
     overlap_state,
 )
@@ -84,6 +87,10 @@ class CommitteeMachine(Model):
                                  f"K + M <= 3")
         _check_plateau(params, variant)
 
+    def check_start(self, params: CommitteeParams, variant: str, start) -> None:
+        """A given start must be overlaps that a network realises (``Q - R R^T`` PSD)."""
+        check_realisable(dict(start), params.K, params.M)
+
     def parameter_values(self, params: CommitteeParams, variant: str) -> tuple[float, float]:
         return (float(params.eta), float(params.noise))
 
@@ -93,6 +100,11 @@ class CommitteeMachine(Model):
     def phases(self, params, variant, initial, thresholds) -> list[Crossing]:
         from .numerics import unspecialised_fixed_point
 
+        if params.K == params.M == 1:
+            # One student, one teacher: the unspecialised point (the students alike) is every
+            # state, and its fixed point the learnt one (the teacher itself at eps_g = 0 when
+            # noise or eta vanish): there is no plateau to read phases against.
+            return []
         levels = thresholds or PhaseLevels()
         plateau = unspecialised_fixed_point(params, variant).eps_g
         crossings = [Crossing("T_plateau", "eps_g", (1 + levels.entry) * plateau, -1),
@@ -138,7 +150,12 @@ def _check_plateau(params: CommitteeParams, variant: str) -> None:
     from .numerics import unspecialised_fixed_point
 
     try:
-        plateau, why = unspecialised_fixed_point(params, variant).eps_g, "its eps_g diverges"
+        point = unspecialised_fixed_point(params, variant)
+        plateau, why = point.eps_g, "its eps_g diverges"
+        if math.isfinite(plateau) and not point.attracts_in_subspace:
+            growth = float(np.max(point.subspace.real))
+            plateau, why = math.nan, (f"the symmetric flow leaves it, at the rate {growth:.3g}; "
+                                      f"linear: K^2 eta - 2K, from eta = 2/K = {2 / params.K:.6g}")
     except (ValueError, ArithmeticError):  # LinAlgError is a ValueError
         plateau, why = math.nan, "the flow to it leaves the domain of the overlaps"
     if not math.isfinite(plateau):

@@ -10,6 +10,7 @@ a noise-free ``K = M`` pair loses stability, bisected on the same Jacobian.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -64,6 +65,18 @@ class FixedPoint:
     eps_g: float
     eigenvalues: np.ndarray
     residual: float
+    #: The eigenvalues of the flow restricted to the invariant subspace the point was sought
+    #: in (the plateau's), or None: whether the flow there settles on it.
+    subspace: np.ndarray | None = None
+
+    @property
+    def attracts_in_subspace(self) -> bool:
+        """Whether every eigenvalue within the subspace decays (a real part below ``-1e-9``
+        of the largest modulus: round-off of a marginal direction does not count as decay)."""
+        if self.subspace is None or not self.subspace.size:
+            return True
+        floor = 1e-9 * float(np.max(np.abs(self.subspace)))
+        return bool(np.max(self.subspace.real) < -floor)
 
     @property
     def unstable(self) -> np.ndarray:
@@ -98,7 +111,14 @@ def _unspecialised(K: int, M: int, eta: float, noise: float, variant: str) -> Fi
     flow = solve_ivp(lambda t, z: rates(z), (0, 1e4), start, method="LSODA",
                      rtol=1e-10, atol=1e-13)
     polished = root(rates, flow.y[:, -1], method="hybr", options={"xtol": 1e-15})
-    return _fixed_point(system, args, embed(polished.x))
+    point = _fixed_point(system, args, embed(polished.x))
+    # The flow within the subspace: the embedding is linear, so its Jacobian is the full
+    # one's rows of the picked coordinates times the embedding's columns.
+    columns = np.array([embed(unit) for unit in np.eye(len(picks))]).T
+    jac = np.asarray(system.jac(0.0, point.state, *args), dtype=float)
+    within = jac[index] @ columns
+    return dataclasses.replace(point, subspace=np.linalg.eigvals(within) if np.all(
+        np.isfinite(within)) else np.full(len(picks), np.nan))
 
 
 def unspecialised_fixed_point(params: CommitteeParams, variant: str) -> FixedPoint:

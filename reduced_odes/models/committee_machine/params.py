@@ -24,7 +24,7 @@ from reduced_odes.author import (
 )
 
 __all__ = ["ACTIVATIONS", "CLOSED_FORM", "MAX_UNITS", "UNROLLED_UNITS", "CommitteeParams",
-           "PhaseLevels", "initial_overlaps", "overlap_state"]
+           "PhaseLevels", "check_realisable", "initial_overlaps", "overlap_state"]
 
 #: The activations with closed-form kernels (the verified variants).
 CLOSED_FORM = ("erf", "relu", "linear")
@@ -111,6 +111,39 @@ def overlap_state(Q, R) -> dict[str, float]:
     state = {f"Q_{i + 1}_{k + 1}": float(Q[i][k]) for i in range(K) for k in range(i, K)}
     state.update({f"R_{i + 1}_{n + 1}": float(R[i][n]) for i in range(K) for n in range(M)})
     return state
+
+
+#: How far below zero (relative to the Gram matrix's largest entry) its lowest eigenvalue
+#: may be and the overlaps still count as realised: overlaps computed from real weights in
+#: double precision miss PSD by ~1e-16 relative; 1e-12 leaves room for 10^4 times that.
+GRAM_ROUND_OFF = 1e-12
+
+
+def check_realisable(state: dict[str, float], K: int, M: int) -> None:
+    """ParameterError unless the overlaps in ``state`` (by name, as :func:`overlap_state`)
+    are realised by a network: the Gram matrix ``[[Q, R], [R^T, T]]`` of the student and
+    teacher vectors (``T = I``) is positive semi-definite (equivalently, ``Q - R R^T`` is).
+
+    Examples
+    --------
+    >>> check_realisable(overlap_state([[1.0]], [[0.5]]), 1, 1) is None
+    True
+    >>> check_realisable(overlap_state([[0.1]], [[0.5]]), 1, 1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: initial overlaps (Q_1_1=0.1, R_1_1=0.5) are ...
+    """
+    Q = np.array([[state[f"Q_{min(i, k) + 1}_{max(i, k) + 1}"] for k in range(K)]
+                  for i in range(K)])
+    R = np.array([[state[f"R_{i + 1}_{n + 1}"] for n in range(M)] for i in range(K)])
+    gram = np.block([[Q, R], [R.T, np.eye(M)]])
+    lowest = float(np.linalg.eigvalsh(gram).min())
+    if not lowest >= -GRAM_ROUND_OFF * float(np.abs(gram).max()):
+        values = ", ".join(f"{name}={value:.6g}" for name, value in state.items())
+        raise ParameterError(f"initial overlaps ({values}) are realised by no network: the "
+                             f"Gram matrix [[Q, R], [R^T, I]] has the eigenvalue {lowest:.3g} "
+                             f"< 0 (Q - R R^T is not positive semi-definite); allowed: overlaps "
+                             f"of real weight vectors (Q - R R^T positive semi-definite)")
 
 
 @dataclass(frozen=True)
