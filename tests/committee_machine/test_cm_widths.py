@@ -98,6 +98,21 @@ def _reference_curve(K: int, M: int) -> None:
     assert abs(t_ours / t_reference - 1) < 1e-7, (t_ours, t_reference)
 
 
+def test_erf_six_by_six_early_curve_equals_the_reference():
+    """The default run's width beyond the unrolled sizes: the early curve (to t = 20)."""
+    K = M = 6
+    Q0, R0 = _wide_case(K, M, K + M)
+    times = np.array([0.5, 2.0, 20.0])
+    traj = solve(CommitteeParams(K=K, M=M), "erf", SolverConfig(t_end=20.0), model=MODEL,
+                 initial=overlap_state(Q0, R0))
+    expected = reference_solution(Q0, R0, K, M, 0.0, t_eval=np.concatenate([[0.0], times]))
+    # Two integrations at rtol 1e-10 (LSODA) and 1e-11: global errors ~1e-9, relative.
+    np.testing.assert_allclose(traj.observables_at(times)["eps_g"], expected.eps_g[1:],
+                               rtol=1e-7, atol=1e-12)
+
+
+#: K = M = 10 to 1 % of the start: ~30 s of CPU (the reference's integration included).
+@pytest.mark.slow
 def test_erf_ten_by_ten_equals_the_reference():
     _reference_curve(10, 10)
 
