@@ -38,7 +38,8 @@ _LAZY = {
     **dict.fromkeys(("indexed_online_sgd",), "_unit_sums"),
     **dict.fromkeys(("StructuredSystem",), "_structured"),
     **dict.fromkeys(("GaussianExpectation", "gaussian_expectation"), "_gaussian"),
-    **dict.fromkeys(("ACTIVATIONS", "Activation", "activation"), "_activations"),
+    **dict.fromkeys(("ACTIVATIONS", "Activation", "activation", "register_activation"),
+                    "_activations"),
     **dict.fromkeys(("Fixed", "Index", "PositionSum", "expect_product",
                      "expect_product_explicit", "geometric_sum", "token"), "_positions"),
     **dict.fromkeys(("CompiledSystem", "cache_dir", "load_system"), "_compile"),
@@ -51,6 +52,13 @@ _LAZY = {
     **dict.fromkeys(("Setting",), "_setting"),
     **dict.fromkeys(("Claim", "VerifyReport", "verify"), "_verify"),
     **dict.fromkeys(("versions",), "_provenance"),
+    **dict.fromkeys(("FixedPoint", "Flow", "find_fixed_points"), "_fixed_points"),
+    **dict.fromkeys(("Branch", "Continuation", "continue_branch"), "_continuation"),
+    **dict.fromkeys(("ScalingFit", "fit_law", "measure_scaling"), "_scaling"),
+    **dict.fromkeys(("plateau_predictions",), "_plateaus"),
+    **dict.fromkeys(("prediction_claims",), "_prediction_claims"),
+    **dict.fromkeys(("Axis", "draw_phase_diagram", "phase_diagram"), "_phase_diagram"),
+    **dict.fromkeys(("draw_bifurcation_diagram", "draw_scaling_fit"), "_analysis_figures"),
 }
 
 

@@ -419,9 +419,13 @@ def cached_symbolic(model, variant: str, name: str, derive: Callable[[], dict]) 
 def _stored_symbolic(path: Path) -> dict | None:
     """The SymPy objects stored at ``path`` by :func:`cached_symbolic`, if readable."""
     import sympy as sp
+    from sympy.core.symbol import Str
 
+    from ._quadrature import GaussianKernel
+
+    names = {"GaussianKernel": GaussianKernel, "Str": Str}  # numerical kernels read back
     try:
         stored = json.loads(path.read_text())
-        return {key: sp.sympify(text) for key, text in stored.items()}
+        return {key: sp.sympify(text, locals=names) for key, text in stored.items()}
     except (OSError, ValueError, TypeError, AttributeError, sp.SympifyError):
         return None

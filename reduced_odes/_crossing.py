@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["first_index", "first_sample_crossing", "root_in_step"]
+from ._params import ParameterError
+
+__all__ = ["first_crossing", "first_index", "root_in_step"]
 
 #: brentq tolerances: far below any integrator's rtol (>= 1e-13 in practice),
 #: so root-finding never limits the accuracy of a phase time.
@@ -67,22 +69,43 @@ def root_in_step(segment: Callable[[float], np.ndarray], g: Callable[[np.ndarray
     return float(brentq(lambda s: g(segment(s)), t_lo, t_hi, xtol=_XTOL, rtol=_RTOL))
 
 
-def first_sample_crossing(t, y, level: float, *, direction: int = 1) -> float:
+def first_crossing(t, y, level: float, *, direction: int = 1, after: float | None = None,
+                   strict: bool = False):
     """First time sampled ``y`` reaches ``level``, linearly interpolated between samples.
 
-    ``direction=+1``: first ``y >= level``; ``-1``: first ``y <= level``.
-    Returns ``t[0]`` if already crossed, ``nan`` if never.
+    ``direction=+1``: the first sample with ``y >= level`` (from below); ``-1``: with
+    ``y <= level`` (from above).  Only samples at ``t >= after`` count, if given.  A
+    series that is already there at its first counted sample has crossed then, unless
+    ``strict``: then a crossing needs a sample on the near side before it (an SGD run that
+    starts past the level has not crossed it).  ``nan`` if never.
+
+    ``y`` may carry leading axes (one row per run); the answer then has their shape.
 
     Examples
     --------
-    >>> first_sample_crossing([0.0, 1.0, 2.0], [0.0, 1.0, 3.0], 2.0)
+    >>> first_crossing([0.0, 1.0, 2.0], [0.0, 1.0, 3.0], 2.0)
     1.5
+    >>> first_crossing([0.0, 1.0], [[1.0, 0.0], [1.0, 0.9]], 0.5, direction=-1).tolist()
+    [0.5, nan]
+    >>> first_crossing([0.0, 1.0, 2.0], [0.2, 0.1, 0.6], 0.5, direction=-1, strict=True)
+    nan
     """
+    if direction not in (-1, 1):
+        raise ParameterError(f"direction={direction!r}; allowed: -1 (downwards), 1 (upwards)")
     t, y = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
-    i = first_index(direction * (y - level))
+    if y.ndim > 1:
+        rows = [first_crossing(t, row, level, direction=direction, after=after, strict=strict)
+                for row in y.reshape(-1, y.shape[-1])]
+        return np.array(rows).reshape(y.shape[:-1])
+    side = direction * (y - level)  # < 0 before the crossing, >= 0 at or after it
+    counted = np.ones(side.shape, dtype=bool) if after is None else t >= after
+    if strict:
+        near = np.flatnonzero(side < 0)
+        counted &= np.arange(side.size) > (near[0] if near.size else side.size)
+    i = first_index(np.where(counted, side, -np.inf))
     if i is None:
         return math.nan
-    if i == 0:
-        return float(t[0])
+    if i == 0 or side[i - 1] >= 0:
+        return float(t[i])
     frac = (level - y[i - 1]) / (y[i] - y[i - 1])
     return float(t[i - 1] + frac * (t[i] - t[i - 1]))

@@ -113,9 +113,16 @@ def _write_then_rename(path: Path, text: str | bytes | Iterable[bytes]) -> None:
         raise
 
 
-def json_safe(value: Any, reasons: dict[str, str] | None = None, pointer: str = "") -> Any:
-    """A copy of ``value`` that strict JSON can hold: NumPy arrays and scalars as plain
-    lists and numbers, tuples as lists, keys as strings, each non-finite float as None.
+def json_safe(value: Any, reasons: dict[str, str] | None = None, pointer: str = "", *,
+              digits: int | None = None, infinity: str | None = None) -> Any:
+    """A copy of ``value`` that strict JSON can hold, its floats rounded if asked.
+
+    The one rule, for every document the engine or a model writes: NumPy arrays and
+    scalars become plain lists and numbers (``np.int64`` an int, ``np.bool_`` a bool),
+    tuples lists, keys strings; a finite float is kept, or rounded to ``digits``
+    significant digits; a non-finite float becomes None.  ``infinity`` (e.g. ``"inf"``)
+    keeps an infinite float as that string, signed (``"-inf"``), for documents that must
+    tell an infinite value from a missing one.
 
     ``reasons``, if given, receives the JSON pointer of each value made None, with the
     value's JSON spelling (``'NaN'``, ``'Infinity'`` or ``'-Infinity'``); ``pointer`` is
@@ -129,15 +136,24 @@ def json_safe(value: Any, reasons: dict[str, str] | None = None, pointer: str = 
     {'t': [1.0, None], '2': [3, None]}
     >>> reasons
     {'/t/1': 'Infinity', '/2/1': 'NaN'}
+    >>> json_safe([18894.384728338104, -np.inf, True], digits=4, infinity="inf")
+    [18890.0, '-inf', True]
     """
     if isinstance(value, dict):
-        return {str(k): json_safe(v, reasons, f"{pointer}/{k}") for k, v in value.items()}
+        return {str(k): json_safe(v, reasons, f"{pointer}/{k}", digits=digits,
+                                  infinity=infinity) for k, v in value.items()}
     if hasattr(value, "tolist") and not isinstance(value, list | tuple | str):
         value = value.tolist()  # a NumPy array (nested lists) or scalar (a plain number)
     if isinstance(value, list | tuple):
-        return [json_safe(v, reasons, f"{pointer}/{i}") for i, v in enumerate(value)]
-    if isinstance(value, float) and not math.isfinite(value):
-        if reasons is not None:
-            reasons[pointer] = json.dumps(value)
-        return None
-    return value
+        return [json_safe(v, reasons, f"{pointer}/{i}", digits=digits, infinity=infinity)
+                for i, v in enumerate(value)]
+    if not isinstance(value, float):
+        return value
+    if math.isfinite(value):
+        # The shortest repr of the value correctly rounded to ``digits`` significant digits.
+        return value if digits is None else float(f"{value:.{digits - 1}e}")
+    if infinity is not None and math.isinf(value):
+        return infinity if value > 0 else f"-{infinity}"
+    if reasons is not None:
+        reasons[pointer] = json.dumps(value)
+    return None

@@ -135,7 +135,7 @@ def derive_all(wanted: Iterable[System], executor: Executor, *, show: bool = Tru
 
 def derive_models(models: Sequence[Model], grid: str) -> int:
     """Derive every system that ``models`` integrate on their verification ``grid`` (and
-    each variant's default), several at once on a process pool: the main job's first step,
+    each verified variant's default), several at once on a process pool: the main job's first step,
     so that each verification starts with its systems in the cache.  The number derived.
 
     Examples
@@ -146,10 +146,10 @@ def derive_models(models: Sequence[Model], grid: str) -> int:
     """
     wanted = []
     for model in models:
-        wanted += systems(model, model.variants)
+        variants = list(model.verified_variants or model.variants)
+        wanted += systems(model, variants)
         if model.supports("claims") and grid in model.grids:
-            wanted += systems(model, model.variants,
-                              model.verify_settings(grid, list(model.variants))[0])
+            wanted += systems(model, variants, model.verify_settings(grid, variants)[0])
     with process_pool(None, len(wanted)) as pool:
         return derive_all(wanted, pool)
 

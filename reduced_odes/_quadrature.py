@@ -98,7 +98,7 @@ class GaussianKernel(sp.Function):
     >>> k.diff(c)
     GaussianKernel(tanh|1;1, a, c, b)
     >>> k.diff(a)
-    GaussianKernel(tanh|2;0, a, c, b)/2
+    GaussianKernel(tanh|0;2, b, c, a)/2
     >>> round(float(k.subs({a: 1, c: 0.5, b: 1})), 10)
     0.1863244132
     """
@@ -178,7 +178,7 @@ def lowered(activation: str, pattern: Sequence[tuple[str, int]], size: int) -> s
     Examples
     --------
     >>> lowered("tanh", (("dg", 0), ("g", 2), ("x", 1)), 3)
-    c_0_1*GaussianKernel(tanh|2;0, c_0_0, c_0_2, c_2_2) + \
+    c_0_1*GaussianKernel(tanh|0;2, c_2_2, c_0_2, c_0_0) + \
 c_1_2*GaussianKernel(tanh|1;1, c_0_0, c_0_2, c_2_2)
     """
     g = _activation(activation)

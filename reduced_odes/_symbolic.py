@@ -6,18 +6,31 @@ Nothing here knows a model.  A model builds its loss (with
 :mod:`reduced_odes._gaussian`, :mod:`reduced_odes._positions` or
 :func:`mixture_expectation`), then calls :func:`gradient_flow`, which derives
 the flow ``-G^{-1} grad L``, asserts every identity it is given, changes to
-the integration coordinates and derives the Jacobian.
+the integration coordinates and derives the Jacobian.  The terms it is built of
+(expectations, identities, drifts, coordinate changes, gradients) are in
+:mod:`reduced_odes._terms`, re-exported here.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import sympy as sp
 
 from ._errors import DerivationError
+from ._terms import (
+    CoordinateChange,
+    Drift,
+    Identity,
+    assert_conserved,
+    assert_same,
+    log_coordinate,
+    metric_gradient,
+    mixture_expectation,
+    mobility_gradient,
+    relu,
+)
 
 __all__ = [
     "Block",
@@ -35,228 +48,6 @@ __all__ = [
     "mobility_gradient",
     "relu",
 ]
-
-
-def relu(x: sp.Expr) -> sp.Expr:
-    """``max(0, x)``, the form the finite-mixture engine simplifies under assumptions.
-
-    Examples
-    --------
-    >>> a = sp.Symbol("a", positive=True)
-    >>> relu(3 * a), relu(-a)
-    (3*a, 0)
-    """
-    return sp.Max(0, x)
-
-
-def mixture_expectation(expr: sp.Expr | Callable[..., sp.Expr],
-                        components: Iterable[tuple[sp.Expr, Mapping]]) -> sp.Expr:
-    """``E[expr] = sum_k p_k expr|_{config k}`` over a finite mixture of configurations.
-
-    Parameters
-    ----------
-    expr : sympy.Expr or callable
-        The integrand, in the configuration symbols; or a function that takes a
-        configuration (a mapping) and returns the integrand for it.
-    components : iterable of (probability, mapping)
-        Each configuration with its probability; the probabilities must sum to 1.
-
-    Examples
-    --------
-    >>> y = sp.Symbol("y")
-    >>> half = sp.Rational(1, 2)
-    >>> mixture_expectation(relu(y) ** 2, [(half, {y: 1}), (half, {y: -1})])
-    1/2
-    """
-    total, mass = sp.Integer(0), sp.Integer(0)
-    for probability, config in components:
-        value = expr(config) if callable(expr) else sp.sympify(expr).xreplace(dict(config))
-        total += probability * value
-        mass += probability
-    if sp.simplify(mass - 1) != 0:
-        raise DerivationError("mixture expectation", f"probabilities sum to {mass}, not 1")
-    return total
-
-
-def assert_same(a: sp.Expr, b: sp.Expr, *, digits: int = 30, points: int = 4,
-                domain: Mapping | Sequence[Mapping] | None = None, seed: int = 0,
-                symbolic: bool = True, integers: Mapping | None = None) -> None:
-    """Raise ``AssertionError`` unless ``a == b`` symbolically or at random points.
-
-    Falls back to ``points`` random evaluations at ``digits`` significant digits
-    when ``simplify`` cannot close the difference (or at once if ``symbolic``
-    is false, for expressions too large to simplify quickly).  ``domain`` maps
-    symbols to ``(lo, hi)`` sampling intervals (default ``(0.05, 0.45)``),
-    ``integers`` maps integer symbols to their ``(lo, hi)`` (default 4..60).
-    ``domain`` may instead be a sequence of points ``{symbol: value}``, for a
-    domain that is no box (e.g. overlaps that form a covariance matrix): then
-    every one of them is used, and ``points`` is ignored.
-
-    Examples
-    --------
-    >>> x = sp.Symbol("x", positive=True)
-    >>> assert_same(sp.exp(2 * sp.log(x)), x**2)
-    """
-    difference = sp.sympify(a - b)
-    if symbolic and sp.simplify(difference) == 0:
-        return
-    rng = random.Random(seed)
-    listed = isinstance(domain, Sequence)
-    samples = list(domain) if listed else [{}] * points
-    box, integers = ({} if listed else dict(domain or {})), dict(integers or {})
-    scale_tol = sp.Float(10) ** (5 - digits)
-    for fixed in samples:
-        subs = {sym: sp.Float(value, digits + 10) for sym, value in fixed.items()}
-        for sym in sorted(difference.free_symbols - set(subs), key=str):
-            if sym in integers or sym.is_integer:
-                subs[sym] = rng.randint(*integers.get(sym, (4, 60)))
-            else:
-                lo, hi = box.get(sym, (0.05, 0.45))
-                subs[sym] = sp.Float(rng.uniform(lo, hi), digits + 10)
-        # xreplace first: evalf(subs=...) re-evaluates every exp term symbolically (slow).
-        value = difference.xreplace(subs).evalf(digits + 10)
-        scale = 1 + abs(sp.sympify(a).xreplace(subs).evalf(digits + 10))
-        if not abs(value) <= scale_tol * scale:
-            raise AssertionError(f"{a} != {b}: difference {value} at {subs}")
-
-
-@dataclass(frozen=True)
-class Identity:
-    """An identity the derivation asserted: ``lhs == rhs`` (e.g. a conserved quantity's rate is 0).
-
-    Examples
-    --------
-    >>> u, s = sp.symbols("u s", positive=True)
-    >>> fixed_point = Identity("the loss vanishes at u = s", ((s - u) ** 2).subs(u, s))
-    >>> fixed_point.lhs == fixed_point.rhs
-    True
-    """
-
-    name: str
-    lhs: sp.Expr
-    rhs: sp.Expr = sp.Integer(0)
-
-
-@dataclass(frozen=True)
-class Drift:
-    """A term of the flow that is not a gradient of the loss, declared with its own derivation.
-
-    The flow of a :class:`Derivation` is ``-M grad L + sum(drift.rate)``: online
-    SGD's learning-rate and noise terms, weight decay, ...  Each term is kept by
-    name, so that what the gradient part guarantees (the loss never rises) can
-    be checked on the gradient part alone, and at the parameter values where
-    every drift vanishes.
-
-    Attributes
-    ----------
-    name : str
-        What the term is (shown in derivation exports).
-    rate : Matrix
-        The term's contribution to ``d state/dt``, one entry per state variable.
-    vanishes : mapping of Symbol to value
-        Parameter values at which the term is identically zero (e.g. ``{eta: 0}``);
-        asserted by :func:`gradient_flow`.
-
-    Examples
-    --------
-    >>> x, eta = sp.symbols("x eta")
-    >>> Drift("learning-rate term", sp.Matrix([eta * x**2]), {eta: 0}).rate
-    Matrix([[eta*x**2]])
-    """
-
-    name: str
-    rate: sp.Matrix
-    vanishes: Mapping = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class CoordinateChange:
-    """Integrate ``new = forward(old)`` instead of the state variable ``old``.
-
-    ``inverse`` expresses ``old`` in ``new``; ``label`` names the coordinate's
-    series in a trajectory; ``allowed`` the values of ``old`` it can represent.
-    See :func:`log_coordinate`.
-
-    Examples
-    --------
-    >>> w, z = sp.symbols("w z", positive=True)
-    >>> square_root = CoordinateChange(w, z, sp.sqrt(w), z**2, "sqrt_w", "w > 0")
-    >>> gradient_flow((w,), (1 - w) ** 2 / 2, parameters=(),
-    ...               coordinates=[square_root]).coordinate_rhs
-    Matrix([[(1 - z**2)/(2*z)]])
-    """
-
-    old: sp.Symbol
-    new: sp.Symbol
-    forward: sp.Expr
-    inverse: sp.Expr
-    label: str
-    allowed: str = "any real value"
-
-
-def log_coordinate(old: sp.Symbol, new: sp.Symbol | None = None,
-                   label: str | None = None) -> CoordinateChange:
-    """``new = ln old`` for a positive variable that starts tiny: no underflow, and
-    exponential growth becomes linear.
-
-    Examples
-    --------
-    >>> w = sp.Symbol("w", positive=True)
-    >>> log_coordinate(w).inverse
-    exp(log_w)
-    """
-    new = new if new is not None else sp.Symbol(f"log_{old.name}", real=True)
-    return CoordinateChange(old, new, sp.log(old), sp.exp(new), label or f"log_{old.name}",
-                            f"{old.name} > 0")
-
-
-def metric_gradient(loss: sp.Expr, state: Sequence[sp.Symbol], metric: sp.Matrix) -> sp.Matrix:
-    """``-G^{-1} grad L``: the gradient flow of ``loss`` in the metric ``G``.
-
-    Examples
-    --------
-    >>> a, b = sp.symbols("a b", real=True)
-    >>> metric_gradient((1 - a * b) ** 2 / 2, (a, b), sp.eye(2)).T
-    Matrix([[b*(-a*b + 1), a*(-a*b + 1)]])
-    """
-    gradient = sp.Matrix([sp.diff(loss, v) for v in state])
-    if metric.is_diagonal():
-        return sp.Matrix([-gradient[i] / metric[i, i] for i in range(len(state))])
-    return -metric.inv() * gradient
-
-
-def mobility_gradient(loss: sp.Expr, state: Sequence[sp.Symbol], mobility: sp.Matrix) -> sp.Matrix:
-    """``-M grad L``: the gradient flow of ``loss`` under the mobility ``M`` (no inversion).
-
-    A flow in order parameters that are functions of weights trained by
-    gradient flow is of this form, with ``M = J J^T`` the pull-back of the
-    weights' metric (:func:`~reduced_odes.pullback_mobility`).
-
-    Examples
-    --------
-    >>> a, b = sp.symbols("a b", real=True)
-    >>> mobility_gradient((a - b) ** 2 / 2, (a, b), sp.Matrix([[2, 0], [0, 1]])).T
-    Matrix([[-2*a + 2*b, a - b]])
-    """
-    gradient = sp.Matrix([sp.diff(loss, v) for v in state])
-    return -sp.Matrix(mobility) * gradient
-
-
-def assert_conserved(name: str, quantity: sp.Expr, state: Sequence[sp.Symbol],
-                     rhs: sp.Matrix) -> Identity:
-    """Assert ``d quantity/dt = 0`` along ``rhs``; the :class:`Identity` it proved.
-
-    Examples
-    --------
-    >>> a, b = sp.symbols("a b", real=True)
-    >>> flow = metric_gradient((1 - a * b) ** 2 / 2, (a, b), sp.eye(2))
-    >>> assert_conserved("balance", a**2 - b**2, (a, b), flow).name
-    'd/dt (balance) = 0'
-    """
-    rate = sum((sp.diff(quantity, v) * rhs[i] for i, v in enumerate(state)), sp.Integer(0))
-    if sp.simplify(rate) != 0:
-        raise DerivationError(f"conservation of {name}", f"d/dt({quantity}) = {sp.simplify(rate)}")
-    return Identity(f"d/dt ({name}) = 0", sp.Derivative(quantity, sp.Symbol("t")), sp.Integer(0))
 
 
 @dataclass(frozen=True)
@@ -510,17 +301,16 @@ def _checked_drifts(drifts: Sequence[Drift], state: tuple, check) -> tuple[Drift
 def gradient_flow(state: Sequence[sp.Symbol], loss: sp.Expr, *,
                   parameters: Sequence[sp.Symbol], metric: sp.Matrix | None = None,
                   mobility: sp.Matrix | None = None, drift: Sequence[Drift] = (),
-                  rhs: sp.Matrix | None = None,
-                  coordinates: Sequence[CoordinateChange] = (),
-                  observables: Mapping[str, sp.Expr] | None = None,
-                  domain: Sequence = (), identities: Sequence[Identity] = (),
-                  kernels: str | None = None, check: Mapping | Sequence | None = None,
+                  rhs: sp.Matrix | None = None, coordinates: Sequence[CoordinateChange] = (),
+                  observables: Mapping[str, sp.Expr] | None = None, domain: Sequence = (),
+                  identities: Sequence[Identity] = (), kernels: str | None = None,
+                  check: Mapping | Sequence | None = None,
                   blocks: Sequence[Block] = ()) -> Derivation:
     """Derive the gradient flow of ``loss`` (plus declared drifts) and all the compiler needs.
 
     The flow is ``-G^{-1} grad loss`` under a metric ``G``, or ``-M grad loss``
     under a mobility ``M`` (nothing inverted), plus the rate of every declared
-    :class:`Drift`.
+    :class:`Drift` (an example is in its docstring).
 
     Parameters
     ----------
@@ -530,11 +320,9 @@ def gradient_flow(state: Sequence[sp.Symbol], loss: sp.Expr, *,
         The reduced loss in ``state`` and ``parameters``.
     parameters : sequence of Symbol
         Runtime parameters, in the order of ``Model.parameter_values``.
-    metric : Matrix, optional
-        ``G`` (default the identity, refused for declared order parameters);
-        the gradient part is ``-G^{-1} grad loss``.
-    mobility : Matrix, optional
-        ``M`` instead of a metric: the gradient part is ``-M grad loss``.
+    metric, mobility : Matrix, optional
+        ``G`` (default the identity, refused for declared order parameters), or a
+        mobility ``M`` instead: the gradient part is ``-G^{-1} grad loss`` or ``-M grad loss``.
     drift : sequence of Drift, optional
         Terms of the flow that are no gradient (online SGD's learning-rate term, ...).
     rhs : Matrix, optional
@@ -556,41 +344,37 @@ def gradient_flow(state: Sequence[sp.Symbol], loss: sp.Expr, *,
     --------
     >>> a, b, s = sp.symbols("a b s", positive=True)
     >>> d = gradient_flow((a, b), (s - a * b) ** 2 / 2, parameters=(s,))
-    >>> d.rhs.T
-    Matrix([[b*(-a*b + s), a*(-a*b + s)]])
-    >>> d.jacobian.shape
-    (2, 2)
-
-    Under a mobility, with a drift that vanishes at ``eta = 0``:
-
-    >>> x, eta = sp.symbols("x eta", real=True)
-    >>> kick = Drift("noise", sp.Matrix([eta]), {eta: 0})
-    >>> gradient_flow((x,), x**2 / 2, parameters=(eta,), mobility=sp.Matrix([[2]]),
-    ...               drift=[kick]).rhs
-    Matrix([[eta - 2*x]])
+    >>> d.rhs.T, d.jacobian.shape
+    (Matrix([[b*(-a*b + s), a*(-a*b + s)]]), (2, 2))
     """
     state, parameters = tuple(state), tuple(parameters)
     metric, mobility, gradient_rhs = _gradient_part(state, loss, metric, mobility)
     drifts = _checked_drifts(drift, state, check)
-    expected = gradient_rhs + sum((sp.Matrix(d.rate) for d in drifts), sp.zeros(len(state), 1))
-    if rhs is None:
-        rhs = expected.applyfunc(sp.factor_terms)
-    else:
-        rhs = sp.Matrix(rhs)
-        what = "the metric gradient" if not (drifts or mobility is not None) else (
-            "the gradient part plus the drifts")
-        for i, variable in enumerate(state):
-            try:
-                assert_same(rhs[i], expected[i], domain=check, symbolic=False)
-            except AssertionError as exc:
-                raise DerivationError(f"flow of {variable} is {what}", str(exc)) from None
-    domain = _conditions(domain)
+    rhs = _asserted_rhs(state, rhs, gradient_rhs, drifts, mobility is not None, check)
     coords, names, to_state, coordinate_rhs, ranges = _changed(state, rhs, coordinates)
     jacobian = coordinate_rhs.jacobian(coords)
     return Derivation(state, parameters, loss, metric, rhs, tuple(coords), tuple(names),
                       tuple(to_state), coordinate_rhs, jacobian, dict(observables or {}),
-                      tuple(domain), tuple(identities), kernels, tuple(ranges),
+                      _conditions(domain), tuple(identities), kernels, tuple(ranges),
                       _independent(blocks, names, jacobian), mobility, drifts)
+
+
+def _asserted_rhs(state: tuple, rhs, gradient_rhs: sp.Matrix, drifts: tuple,
+                  by_mobility: bool, check) -> sp.Matrix:
+    """The flow: the gradient part plus the drifts, or the model's own ``rhs`` asserted
+    equal to it."""
+    expected = gradient_rhs + sum((sp.Matrix(d.rate) for d in drifts), sp.zeros(len(state), 1))
+    if rhs is None:
+        return expected.applyfunc(sp.factor_terms)
+    rhs = sp.Matrix(rhs)
+    what = "the metric gradient" if not (drifts or by_mobility) else (
+        "the gradient part plus the drifts")
+    for i, variable in enumerate(state):
+        try:
+            assert_same(rhs[i], expected[i], domain=check, symbolic=False)
+        except AssertionError as exc:
+            raise DerivationError(f"flow of {variable} is {what}", str(exc)) from None
+    return rhs
 
 
 def _independent(blocks: Sequence[Block], names: Sequence[str],

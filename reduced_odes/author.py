@@ -49,6 +49,8 @@ import importlib
 _STABLE = {
     # The contract: what a model is and owes the engine.
     **dict.fromkeys(("Crossing", "Model", "SettledRule"), "_contract"),
+    # Hooks by role: the modules of a model's package and the jobs they do.
+    **dict.fromkeys(("ROLES", "roles"), "_roles"),
     **dict.fromkeys(("DerivationError",), "_errors"),
     # Parameters: declared fields with ranges, and the one error of bad input.
     **dict.fromkeys(("ParameterError", "Parameters", "Range", "choice", "flag", "integer",
@@ -60,7 +62,8 @@ _STABLE = {
                      "mobility_gradient", "relu"), "_symbolic"),
     **dict.fromkeys(("GaussianExpectation", "gaussian_expectation"), "_gaussian"),
     # Activations and their Gaussian expectations; online SGD of teacher-student pairs.
-    **dict.fromkeys(("ACTIVATIONS", "Activation", "activation"), "_activations"),
+    **dict.fromkeys(("ACTIVATIONS", "Activation", "activation", "register_activation"),
+                    "_activations"),
     **dict.fromkeys(("OnlineSGD", "SymmetricSGD", "online_sgd_reduction", "pullback_mobility",
                      "symmetric_online_sgd"), "_teacher_student"),
     **dict.fromkeys(("indexed_online_sgd",), "_unit_sums"),
@@ -87,14 +90,24 @@ _PROVISIONAL = {
     **dict.fromkeys(("read_results",), "_results_file"),
     **dict.fromkeys(("setting_key",), "_results"),
     **dict.fromkeys(("Progress",), "_progress"),
-    **dict.fromkeys(("first_sample_crossing",), "_crossing"),
+    **dict.fromkeys(("first_crossing",), "_crossing"),
     **dict.fromkeys(("t_interval",), "_stats"),
     # Result files: JSON documents, trajectories, derivation documents, provenance.
     **dict.fromkeys(("read_json", "render_documents", "trajectory_record", "write_documents",
                      "write_json"),
                     "_results"),
     **dict.fromkeys(("versions",), "_provenance"),
-    **dict.fromkeys(("FIGURE_DIGITS", "rounded"), "_reproduce"),
+    # One Gaussian kernel as numbers (closed form or numerical), for rates summed by index.
+    **dict.fromkeys(("KernelFunctions", "gaussian_kernel"), "_kernel_functions"),
+    # The analysis of a flow: fixed points, continuation, scaling laws (for claims).
+    **dict.fromkeys(("Flow", "find_fixed_points"), "_fixed_points"),
+    **dict.fromkeys(("Continuation", "continue_branch"), "_continuation"),
+    **dict.fromkeys(("fit_law",), "_scaling"),
+    **dict.fromkeys(("plateau_predictions",), "_plateaus"),
+    **dict.fromkeys(("prediction_claims",), "_prediction_claims"),
+    # The one JSON-safe encoding (rounded to significant digits if asked).
+    **dict.fromkeys(("json_safe",), "_io"),
+    **dict.fromkeys(("FIGURE_DIGITS",), "_reproduce"),
     # Figures in the house style, with deterministic bytes.
     **dict.fromkeys(("COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE",
                      "TIME_LABEL", "as_array", "draw_from_data", "house_style", "log_time_axis",

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from . import _sweep_command
+from . import _analysis_command, _sweep_command
 from ._backend import NATIVE_MIN_SETTINGS, check_backend
 from ._cli_options import (
     add_backend_option,
@@ -43,6 +43,7 @@ from ._figstyle import parse_formats
 from ._integrate import solve
 from ._io import atomic_write
 from ._params import METHODS, ParameterError, SolverConfig
+from ._plateaus import plateau_predictions
 from ._prepare import derive_models
 from ._registry import DEFAULT_MODEL, get_model, registered_models
 from ._reproduce import ATOL, RTOL, differences, rounded
@@ -133,6 +134,10 @@ def _add_solve_arguments(parser: argparse.ArgumentParser, model) -> None:
     parser.add_argument("--out", metavar="FILE", default=None,
                         help="also write the trajectory (phases, series, versions) as JSON "
                              "(default: none)")
+    parser.add_argument("--predictions", action="store_true",
+                        help="also report each plateau's saddle with its predicted escape "
+                             "times, and the predicted rate of convergence, beside the "
+                             "measured ones (JSON: 'predictions'; default: off)")
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
@@ -150,6 +155,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             raise
         trajectory = exc.trajectory
     document = trajectory.to_dict()
+    if args.predictions:  # beside the measured values; never in a written file
+        document["predictions"] = plateau_predictions(trajectory)
     if args.out:
         write_json(args.out, trajectory_record(trajectory))
     status = _phase_status(trajectory)
@@ -166,6 +173,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     print()
     print(_format_table([(k, f"{v:.6g}" if v is not None else "n/a")
                          for k, v in document["final"].items()], ("final", "value")))
+    if args.predictions:
+        print("\npredictions: " + json.dumps(document["predictions"]))
     s = document["solver"]
     print(f"\nsolver {s['method']} rtol={s['rtol']:g} atol={s['atol']:g}: "
           f"nfev={s['nfev']} njev={s['njev']} steps={s['steps']} backend={s['backend']}")
@@ -475,6 +484,24 @@ COMMANDS: dict[str, tuple[str, Callable, Callable, str | None]] = {
     "figures": ("draw the figures (PNG, PDF) from the data files in figures/data/<model>",
                 _add_figures_arguments, _cmd_figures, "figures"),
 }
+
+
+def _analysis(name: str) -> tuple[str, Callable, Callable, None]:
+    """An analysis command (:mod:`reduced_odes._analysis_command`): the model's parameters
+    and variant, then the command's own options."""
+    def add(parser: argparse.ArgumentParser, model) -> None:
+        _add_parameter_options(parser, model.Params)
+        _add_variant_option(parser, model)
+        _analysis_command.add_arguments(name, parser, model)
+
+    def handle(args: argparse.Namespace) -> int:
+        params = args.model.Params(**_parameter_values(args, args.model.Params))
+        return _analysis_command.run(name, args, params)
+
+    return _analysis_command.COMMANDS[name], add, handle, None
+
+
+COMMANDS.update({name: _analysis(name) for name in _analysis_command.COMMANDS})
 
 
 class _Parser(argparse.ArgumentParser):

@@ -15,13 +15,13 @@ import pytest
 pytest.importorskip("distributed", reason="dask.distributed is not installed "
                                           "(pip install 'reduced-odes[distributed]')")
 
-from _sweep_tasks import slow_square, square  # noqa: E402
-
 from reduced_odes._cluster import cluster_executor  # noqa: E402
 from reduced_odes._grid import expand_grid  # noqa: E402
 from reduced_odes._params import ParameterError  # noqa: E402
 from reduced_odes._results_file import read_results  # noqa: E402
 from reduced_odes._sweep import run_sweep  # noqa: E402
+
+from ._sweep_tasks import slow_square, square  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 #: A hang guard only, never a measure of speed (no test depends on the clock): a correct

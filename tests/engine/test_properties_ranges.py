@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-import _ranges  # noqa: E402
+from . import _ranges  # noqa: E402
 
 MODELS = registered_models()
 IDS = [m.name for m in MODELS]

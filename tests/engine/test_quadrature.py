@@ -171,3 +171,87 @@ def test_kinked_activations_are_refused_numerically():
 def test_loop_source_is_plain_math():
     source = loop_source("gelu|1;0")
     assert "numpy" not in source and "math.erf" in source
+
+
+@pytest.mark.slow
+def test_a_numerical_activation_runs_alike_on_both_backends(lasting_cache):
+    """The committee machine with tanh (numerical kernels in the rates and the Jacobian):
+    the pure path's NumPy kernels and the twin's loop kernels give the same phases."""
+    pytest.importorskip("numba")
+    from reduced_odes import SolverConfig, solve
+    from reduced_odes.models.committee_machine import MODEL, CommitteeParams
+
+    def phases(backend: str) -> dict:
+        return solve(CommitteeParams(), "tanh", SolverConfig(backend=backend), model=MODEL).phases
+
+    pure, native = phases("python"), phases("numba")
+    for name, value in pure.items():
+        # Two integrators (LSODA, the native BDF) at rtol 1e-10: the phases' relative
+        # condition is O(10), as for erf (tests/models/committee_machine/test_cm_backends.py).
+        assert abs(native[name] / value - 1) < 1e-8, (name, value, native[name])
+
+
+def test_numerical_kernels_are_read_back_from_the_symbolic_cache(tmp_path, monkeypatch):
+    from reduced_odes._compile import cached_symbolic
+
+    monkeypatch.setenv("REDUCED_ODES_CACHE", str(tmp_path))
+    kernel = lowered("tanh", I2, 2)
+    cached_symbolic("deep_linear", "default", "kernel-test", lambda: {"k": kernel})
+    read = cached_symbolic("deep_linear", "default", "kernel-test", lambda: {"k": 0})["k"]
+    assert read == kernel and isinstance(read, GaussianKernel)
+
+
+@pytest.mark.parametrize("name", ["gelu", "he3"])
+def test_closed_forms_of_other_activations_equal_the_numerical_rule(name):
+    # GELU = u Phi(u) and the Hermite polynomials have closed-form pairs (Stein, tilting,
+    # Price): the rule, which never sees them, must agree to the stated accuracy.
+    closed = _closed(name, I2, 2)
+    for C in _covariances(20, 2, seed=13):
+        exact = closed(*_entries(C))
+        value = numerical_value(f"{name}|0;0", _entries(C))
+        assert abs(value - exact) <= STATED * (1 + abs(exact)), (name, C)
+
+
+def _correlations(C: np.ndarray) -> list[float]:
+    d = np.sqrt(np.diag(C))
+    R = C / np.outer(d, d)
+    return [float(R[a, b]) for a, b in ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))]
+
+
+def test_four_signs_factorise_for_block_diagonal_correlations():
+    from reduced_odes._orthant import orthant_value
+
+    for r12, r34 in ((0.5, 0.5), (-0.9, 0.3), (0.99, -0.7)):
+        exact = (2 / math.pi * math.asin(r12)) * (2 / math.pi * math.asin(r34))
+        assert abs(orthant_value([r12, 0, 0, 0, 0, r34]) - exact) <= STATED
+
+
+def test_four_signs_equal_a_monte_carlo_estimate_within_its_interval():
+    from reduced_odes._orthant import orthant_source, orthant_value
+
+    rng = np.random.default_rng(17)
+    for C in _covariances(3, 4, seed=19):
+        x = rng.multivariate_normal(np.zeros(4), C, size=400_000, method="cholesky")
+        signs = np.prod(np.sign(x), axis=1)
+        value = orthant_value(_correlations(C))
+        # 5 standard errors: a 1-in-1.7-million false alarm.
+        assert abs(signs.mean() - value) <= 5 * signs.std() / math.sqrt(signs.size)
+        namespace = {"math": math}
+        exec(orthant_source("f"), namespace)  # noqa: S102  (the loop form numba compiles)
+        assert namespace["f"](*_correlations(C)) == pytest.approx(value, rel=1e-13)
+
+
+def test_four_signs_derivatives_are_prices():
+    from reduced_odes._orthant import OrthantKernel, orthant_value
+
+    r = sp.symbols("r0:6")
+    point = _correlations(_covariances(1, 4, seed=23)[0])
+    for j in range(6):
+        derivative = float(OrthantKernel(*r).diff(r[j]).xreplace(dict(zip(r, point,
+                                                                         strict=True))))
+        step = 1e-5  # central difference: error ~ step^2 * third derivative ~ 1e-10
+        up, down = list(point), list(point)
+        up[j] += step
+        down[j] -= step
+        assert derivative == pytest.approx((orthant_value(up) - orthant_value(down)) /
+                                           (2 * step), abs=1e-8)

@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-import _ranges  # noqa: E402
+from . import _ranges  # noqa: E402
 
 # (model, extra options, the words the one stderr line must hold); each exits 2.
 REJECTED = [

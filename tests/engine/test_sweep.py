@@ -20,13 +20,13 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # worker processes unpickle the tasks by module name
     sys.path.insert(0, str(HERE))
 
-import _sweep_tasks as tasks  # noqa: E402
-
 from reduced_odes import _sweep  # noqa: E402
 from reduced_odes._grid import expand_grid, load_grid  # noqa: E402
 from reduced_odes._results import setting_key  # noqa: E402
 from reduced_odes._results_file import read_results  # noqa: E402
 from reduced_odes._sweep import run_sweep  # noqa: E402
+
+from . import _sweep_tasks as tasks  # noqa: E402  # noqa: E402
 
 META = {"versions": {"reduced_odes": "0.1.0"}, "rtol": 1e-10}
 

@@ -13,6 +13,8 @@ from itertools import pairwise
 
 import numpy as np
 
+from reduced_odes.author import json_safe
+
 __all__ = ["TOLERANCES", "claims", "measure", "verify_metadata", "verify_settings"]
 
 #: Tolerances, each with its reason.
@@ -111,11 +113,6 @@ def _plateau_value(traj) -> float:
     return float(traj.observables_at([found.x])["eps_g"][0])
 
 
-def _finite(value) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
 def measure(setting: dict) -> dict:
     """Integrate (or solve for the fixed points of) one setting; the numbers the claims need."""
     from reduced_odes import SolverConfig, solve
@@ -144,10 +141,10 @@ def measure(setting: dict) -> dict:
                 ends[name], ends[f"{name}_error"] = None, f"{type(exc).__name__}: {exc}"
         return {"eta_max": eta_max, **{f"eps_end_{k}": v for k, v in ends.items()}}
     traj = solve(params, variant, model=MODEL)
-    out = {"T_escape": _finite(traj.phases.get("T_escape", math.nan)),
+    out = {"T_escape": json_safe(float(traj.phases.get("T_escape", math.nan))),
            "eps_end": float(traj.final["eps_g"])}
     if kind in ("eta", "escape"):
-        out["plateau"] = _finite(_plateau_value(traj))
+        out["plateau"] = json_safe(float(_plateau_value(traj)))
     if kind == "eta":
         out["eps_p"] = unspecialised_fixed_point(params, variant).eps_g
     if kind == "noise":

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from reduced_odes import SolverConfig, solve
-from reduced_odes.author import t_interval, write_json
+from reduced_odes.author import first_crossing, t_interval, write_json
 
-from .ground_truth import first_crossing, train
+from .ground_truth import train
 from .numerics import largest_learning_rate, unspecialised_fixed_point
 from .params import CommitteeParams, overlap_state
 
@@ -52,7 +52,7 @@ def _sgd(eta: float, R, N: int, seeds: int, t_end: float, ode: dict, method: str
     times = np.unique(times[np.isfinite(times)])
     run = train("erf", START_Q, R, N=N, eta=eta, times=times, seeds=seeds, rng_seed=N,
                 method=method)
-    escapes = first_crossing(run.t, run.eps_g, ode["level"])
+    escapes = first_crossing(run.t, run.eps_g, ode["level"], direction=-1, strict=True)
     half = int(np.argmin(np.abs(run.t - ode["T_escape"] / 2)))
     rows = {"T_escape": t_interval(escapes, CONFIDENCE),
             "plateau": t_interval(run.eps_g[:, half], CONFIDENCE),

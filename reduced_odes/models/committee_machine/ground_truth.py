@@ -44,9 +44,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reduced_odes.author import ParameterError
+from reduced_odes.author import ParameterError, choice
 
-__all__ = ["ACTIVATIONS", "BACKENDS", "METHODS", "SGDRun", "first_crossing",
+__all__ = ["ACTIVATIONS", "BACKENDS", "METHODS", "SGDRun",
            "generalisation_error", "initial_weights", "sgd_steps", "train"]
 
 ACTIVATIONS = ("erf", "relu", "linear")
@@ -63,11 +63,6 @@ _PIVOT_TOL = 1e-12
 
 
 # -- activations and the exact ε_g -----------------------------------------------------------
-
-def _check_choice(name: str, value, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ParameterError(f"{name}={value!r}; allowed: {', '.join(allowed)}")
-
 
 def _g(activation: str, u: np.ndarray) -> np.ndarray:
     if activation == "erf":
@@ -113,7 +108,7 @@ def generalisation_error(activation: str, Q, R, T=None) -> np.ndarray:
     >>> float(generalisation_error("linear", np.eye(1), np.eye(1)))
     0.0
     """
-    _check_choice("activation", activation, ACTIVATIONS)
+    choice(*ACTIVATIONS).check("activation", activation)
     Q, R = np.asarray(Q, float), np.asarray(R, float)
     T = np.eye(R.shape[-1]) if T is None else np.asarray(T, float)
     q, t = np.diagonal(Q, axis1=-2, axis2=-1), np.diag(T)
@@ -301,7 +296,7 @@ def native_available() -> bool:
 
 
 def _resolve_backend(backend: str) -> str:
-    _check_choice("backend", backend, BACKENDS)
+    choice(*BACKENDS).check("backend", backend)
     if backend == "auto":
         return "numba" if native_available() else "python"
     if backend == "numba" and not native_available():
@@ -325,7 +320,7 @@ def sgd_steps(activation: str, W: np.ndarray, B: np.ndarray, X: np.ndarray, zeta
     >>> W[0, 0].tolist()  # δ = φ* − φ = 2, step (η/√N) δ x = 0.5
     [0.5, 0.5, 0.5, 0.5]
     """
-    _check_choice("activation", activation, ACTIVATIONS)
+    choice(*ACTIVATIONS).check("activation", activation)
     if _resolve_backend(backend) == "numba":
         _numba_kernels()[0](_ACTIVATION_CODE[activation], W, B, X, zeta, float(eta))
     else:
@@ -413,8 +408,8 @@ def _record_steps(times, N: int, eta: float) -> np.ndarray:
 
 
 def _check_train(activation, method, N, eta, noise, seeds, test_set) -> None:
-    _check_choice("activation", activation, ACTIVATIONS)
-    _check_choice("method", method, METHODS)
+    choice(*ACTIVATIONS).check("activation", activation)
+    choice(*METHODS).check("method", method)
     if not (isinstance(eta, int | float) and 0 < eta < math.inf):
         raise ParameterError(f"eta={eta!r}; allowed: 0 < eta < inf (time is eta * steps / N)")
     if not (isinstance(noise, int | float) and 0 <= noise < math.inf):
@@ -569,30 +564,3 @@ class _OverlapState:
             half_sq = 0.5 * (g(u[:, M:]).sum(1) - g(u[:, :M]).sum(1)) ** 2
             out.append((half_sq.mean(), half_sq.std(ddof=1) / math.sqrt(size)))
         return np.array(out)
-
-
-def first_crossing(t, series, level: float, direction: int = -1):
-    """The first time ``series`` crosses ``level`` (downwards for ``direction=-1``, upwards for
-    ``+1``), interpolated linearly; nan if it never does.
-
-    ``series`` may carry leading axes (runs); the answer then has their shape.
-
-    Examples
-    --------
-    >>> first_crossing([0.0, 1.0, 2.0], [1.0, 0.8, 0.2], 0.5)
-    1.5
-    >>> first_crossing([0.0, 1.0], [[1.0, 0.0], [1.0, 0.9]], 0.5).tolist()
-    [0.5, nan]
-    """
-    if direction not in (-1, 1):
-        raise ParameterError(f"direction={direction!r}; allowed: -1 (downwards), 1 (upwards)")
-    t, series = np.asarray(t, float), np.asarray(series, float)
-    if series.ndim > 1:
-        return np.array([first_crossing(t, row, level, direction) for row in series])
-    side = direction * (series - level)  # < 0 before the crossing, >= 0 at or after it
-    hits = np.flatnonzero((side[1:] >= 0) & (side[:-1] < 0))
-    if hits.size == 0:
-        return math.nan
-    k = int(hits[0])
-    a, b = series[k], series[k + 1]
-    return float(t[k] + (level - a) * (t[k + 1] - t[k]) / (b - a))

@@ -16,7 +16,8 @@ import math
 
 import numpy as np
 
-from reduced_odes.author import CommittedFigures, Crossing, Model, ParameterError, SettledRule
+from reduced_odes import ParameterError
+from reduced_odes.author import CommittedFigures, Crossing, Model, SettledRule, roles
 
 from .params import (
     ACTIVATIONS,
@@ -131,10 +132,7 @@ class CommitteeMachine(Model):
 
     # -- the commands beyond solve: functions of this package ---------------------------
     grids = ("quick", "default", "full")
-    hooks = {"derive": ".derivation:derivation", "verify_settings": ".claims",
-             "measure": ".claims", "claims": ".claims", "verify_metadata": ".claims",
-             "export_derivations": ".export", "figures": ".figures:draw_figures",
-             "compare": ".compare", "format_compare": ".compare"}
+    hooks = roles("derivation", "claims", "export", "figures", "compare")
     #: The figure data keep FIGURE_DIGITS (4) digits and write values within FLOOR (1e-9) of
     #: zero as 0 (figures/data.py); eta.json and noise.json derive the learning-rate term
     #: (~10 s and ~25 s from a cold cache).

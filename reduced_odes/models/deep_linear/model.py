@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from reduced_odes.author import Crossing, Model, SettledRule
+from reduced_odes.author import Crossing, Model, SettledRule, roles
 
 from .params import DeepLinearParams
 
@@ -26,7 +26,7 @@ class DeepLinear(Model):
     description = "two-layer scalar linear network (Saxe, McClelland & Ganguli 2014)"
     Params = DeepLinearParams
     phase_order = ("T_half",)
-    hooks = {"derive": ".derivation:derivation"}
+    hooks = roles("derivation")
 
     def parameter_values(self, params, variant):
         return (params.s,)

@@ -8,24 +8,21 @@ import math
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
-
 __all__ = ["cell", "json_safe", "ratio", "reduced_run"]
 
 
 def json_safe(value: Any) -> Any:
-    """Recursively convert numpy types and non-finite floats to JSON-safe values."""
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [json_safe(v) for v in value.tolist()]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return value
+    """``value`` as strict JSON, an infinite float spelled ``"inf"`` (``"-inf"``): an
+    unbounded ``p`` is a result, a missing one (None) is not.
+
+    Examples
+    --------
+    >>> json_safe({"p": float("inf"), "T": float("nan")})
+    {'p': 'inf', 'T': None}
+    """
+    from reduced_odes.author import json_safe as encoded
+
+    return encoded(value, infinity="inf")
 
 
 @lru_cache(maxsize=256)

@@ -75,10 +75,6 @@ def _check_int(name: str, value, lo: int) -> int:
     return integer(lo).check(name, value)
 
 
-def _check_choice(name: str, value, choices: tuple[str, ...]) -> str:
-    return choice(*choices).check(name, value)
-
-
 def _check_wstar(wstar, attention: str) -> float:
     """w* must lie where the target's second moment is finite (spec section 5)."""
     w = _check_real("wstar", wstar)
@@ -92,7 +88,7 @@ def _check_wstar(wstar, attention: str) -> float:
 def _check_model(L, alpha, wstar, attention) -> tuple[int, float, float, str]:
     L = _check_int("L", L, 4)
     alpha = _check_real("alpha", alpha, 0.0, 1.0)
-    attention = _check_choice("attention", attention, ATTENTIONS)
+    attention = choice(*ATTENTIONS).check("attention", attention)
     wstar = _check_wstar(wstar, attention)
     return L, alpha, wstar, attention
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from reduced_odes.author import CommittedFigures, Crossing, Model, SettledRule
+from reduced_odes.author import CommittedFigures, Crossing, Model, SettledRule, roles
 
 from .params import ModelParams, PhaseThresholds
 
@@ -46,11 +46,9 @@ class InductionHead(Model):
     Thresholds = PhaseThresholds
     phase_order = ("T_I", "T_II", "T_em", "T_III")
     nonnegative = ("L_G4", "L_IH")
-    hooks = {"derive": ".derivation:derivation", "verify_settings": ".claims:grid_settings",
-             "measure": ".claims:measure_setting", "claims": ".claims",
-             "verify_metadata": ".claims", "export_derivations": ".export",
-             "figures": ".figures:draw_figures", "compare": ".ground_truth:run_compare",
-             "format_compare": ".ground_truth"}
+    hooks = roles("derivation", "claims", "export", "figures", compare=".ground_truth",
+                  functions={"verify_settings": "grid_settings", "measure": "measure_setting",
+                             "compare": "run_compare"})
     #: Drawing both closures' figures takes ~30 s.  The data files are unrounded runs and
     #: predictions, kept at full precision: none is declared for regeneration.
     committed_figures = CommittedFigures(slow_drawing=True)

@@ -15,14 +15,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from reduced_odes.author import first_sample_crossing
+from reduced_odes.author import choice, first_crossing
 
 from .attention import (
     ATTENTIONS,
     MODES,
     TWO_LAYER_NAMES,
     MCEstimate,
-    _check_choice,
     _check_int,
     _check_model,
     _check_real,
@@ -41,7 +40,6 @@ __all__ = [
     "MCEstimate",
     "SGDConfig",
     "SGDTrajectory",
-    "first_crossing",
     "loss_and_grad",
     "monte_carlo_loss",
     "simulate_sgd",
@@ -131,7 +129,7 @@ class SGDConfig:
             raise ValueError(f"sigma={self.sigma!r} is invalid: attention 'meanfield' needs "
                              f"2 w_kq(0)^2 = 2 sigma^4 < 1, i.e. sigma < {0.5**0.25:.6g}")
         object.__setattr__(self, "sigma", sigma)
-        _check_choice("mode", self.mode, MODES)
+        choice(*MODES).check("mode", self.mode)
         object.__setattr__(self, "batch", _check_int("batch", self.batch, 1))
         object.__setattr__(self, "eta", _check_real("eta", self.eta, 0.0))
         object.__setattr__(self, "t_max", _check_real("t_max", self.t_max, 0.0))
@@ -151,17 +149,6 @@ class SGDConfig:
     def n_steps_stage1(self) -> int:
         """Number of Stage-I steps (``"layerwise"`` only): ``round(stage1_time / eta)``."""
         return int(round(self.stage1_time / self.eta)) if self.mode == "layerwise" else 0
-
-
-def first_crossing(t, y, level: float, *, above: bool = True) -> float:
-    """First time sampled ``y`` reaches ``level`` (``above``: from below), interpolated linearly.
-
-    Examples
-    --------
-    >>> first_crossing([0.0, 1.0, 2.0], [0.0, 1.0, 3.0], 2.0)
-    1.5
-    """
-    return first_sample_crossing(t, y, level, direction=1 if above else -1)
 
 
 def _moving_average(y: np.ndarray, window: int) -> np.ndarray:
@@ -226,7 +213,7 @@ class SGDTrajectory:
 
     def column(self, name: str) -> np.ndarray:
         """One parameter column by name (``"p1", "w_v1", "p", "w_v2", "w_k", "w_q", "w_kq"``)."""
-        _check_choice("name", name, self.names + ("w_kq",))
+        choice(*self.names + ("w_kq",)).check("name", name)
         return self.w_kq if name == "w_kq" else self.params[:, self.names.index(name)]
 
     def reduced_state(self) -> tuple[np.ndarray, np.ndarray]:
@@ -272,7 +259,7 @@ class SGDTrajectory:
         >>> sorted(simulate_sgd(cfg).phases())
         ['T_I', 'T_II', 'T_III', 'T_em']
         """
-        _check_choice("loss_source", loss_source, ("expected", "eval", "batch"))
+        choice("expected", "eval", "batch").check("loss_source", loss_source)
         m = self.stage == 2
         t = self.t[m] - self.t_stage2
         if loss_source == "expected":
@@ -288,7 +275,7 @@ class SGDTrajectory:
         sign = 1.0 if ws >= 0 else -1.0
         th = thresholds or PhaseThresholds()  # the same definitions as the reduced flow's
         return {
-            "T_I": first_crossing(t, g4, th.four_gram * g4[0], above=False),
+            "T_I": first_crossing(t, g4, th.four_gram * g4[0], direction=-1),
             "T_II": first_crossing(t, sign * wkq, th.onset * abs(ws)),
             "T_em": first_crossing(t, sign * wkq, th.emergence * abs(ws)),
             "T_III": first_crossing(t, sign * wkq, th.converged * abs(ws)),

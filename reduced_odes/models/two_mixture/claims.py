@@ -9,6 +9,8 @@ from itertools import product
 
 import numpy as np
 
+from reduced_odes.author import json_safe
+
 __all__ = ["TOLERANCES", "claims", "measure", "verify_metadata", "verify_settings"]
 
 #: Tolerances of the spec (section 6), each with its reason.
@@ -83,10 +85,6 @@ def _at(traj, name: str, t: float) -> float:
     return float(np.interp(math.log(t), x, y))
 
 
-def _clean(d: dict) -> dict:
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
-
-
 def measure(setting: dict) -> dict:
     """Integrate one setting and return the measurements the claims need."""
     from reduced_odes import SolverConfig, solve
@@ -100,7 +98,7 @@ def measure(setting: dict) -> dict:
         staged = solve(params, variant)
         joint = solve(TwoMixtureParams(**{**setting, "protocol": "joint"}), variant)
         stages = {k: staged.phases[k] for k in ("stage_I", "stage_II", "stage_III")}
-        return _clean({**stages, "loss_III": staged.final["loss"], "A_III": staged.final["A"],
+        return json_safe({**stages, "loss_III": staged.final["loss"], "A_III": staged.final["A"],
                        "joint_T_AI": joint.phases["T_AI"]})
     traj = solve(params, variant, SolverConfig(n_output=3000))
     p = traj.phases
@@ -116,7 +114,7 @@ def measure(setting: dict) -> dict:
         i = int(inside[-1]) if inside.size else 0
         out["plateau_A"] = float(traj.series["A"][i])
         out["plateau_ell"] = float(traj.series["ell"][i])
-    return _clean(out)
+    return json_safe(out)
 
 
 def _rel(predicted: float, measured: float) -> float:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from reduced_odes.author import CommittedFigures, Crossing, Model, ParameterError, SettledRule
+from reduced_odes import ParameterError
+from reduced_odes.author import CommittedFigures, Crossing, Model, SettledRule, roles
 
 from .numerics import initial_moments, reduced_loss, square_optimum
 from .params import LOSSES, TwoMixtureParams, initial_theta
@@ -35,10 +36,7 @@ class TwoMixture(Model):
     #: Run on for 100 x the time all three stages were reached: the late-time
     #: checks of the algebraic convergence go to 100 T2.
     tail = 100.0
-    hooks = {"derive": ".derivation:derivation", "verify_settings": ".claims",
-             "measure": ".claims", "claims": ".claims", "verify_metadata": ".claims",
-             "export_derivations": ".export", "figures": ".figures:draw_figures",
-             "compare": ".ground_truth", "format_compare": ".ground_truth"}
+    hooks = roles("derivation", "claims", "export", "figures", compare=".ground_truth")
     #: The figure data keep DIGITS (5) digits (figures/data.py); scaling.json integrates
     #: 14 settings.
     committed_figures = CommittedFigures(

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from reduced_odes.author import json_safe
+
 from .params import TwoStageParams
 
 __all__ = ["LAG_CLAIM", "TOLERANCES", "claims", "lag_share", "measure", "peak", "verify_metadata",
@@ -98,15 +100,6 @@ def _params(setting: dict) -> tuple[TwoStageParams, str]:
     return TwoStageParams(**fields), setting.get("variant", "relu")
 
 
-def _clean(value):
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | np.ndarray):
-        return [_clean(v) for v in value]
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
 def _at(t: np.ndarray, series: np.ndarray, time: float) -> float:
     return float(np.interp(time, t, series)) if math.isfinite(time) else math.nan
 
@@ -171,13 +164,14 @@ def measure(setting: dict) -> dict:
     traj = solve(params, variant, SolverConfig(n_output=N_OUTPUT))
     t, s = np.asarray(traj.t), {k: np.asarray(v) for k, v in traj.series.items()}
     phases = {k: float(v) for k, v in traj.phases.items()}
-    out = {"phases": phases, "steps": traj.stats.steps,
+    # "steps" a float, as the committed results lines have always spelled it.
+    out = {"phases": phases, "steps": float(traj.stats.steps),
            "final": {k: float(s[k][-1]) for k in ("v", "eig_P", "eig_Q", "L_P", "L_Q", "loss")},
            "L_P_excess0": float(s["L_P_excess"][0])}
     if variant == "linear":
         out["linear_max_log_b_gain"] = float(np.max(s["log_b"] - s["log_b"][0]))
         out["linear_min_L_Q"] = float(np.min(s["L_Q"]))
-        return _clean(out)
+        return json_safe(out)
     out["ablation"] = ablated_losses(params, traj.final)
     start, end = phases.get("T_P@0.99", math.nan), phases.get("T_Q@0.1", math.nan)
     middle = (start + end) / 2
@@ -193,7 +187,7 @@ def measure(setting: dict) -> dict:
         else math.nan
     late = t >= phases.get("T_Q@0.99", math.inf)
     out["late"] = {"t": t[late], "excess": s["L_P_excess"][late] + s["L_Q_excess"][late]}
-    return _clean(out)
+    return json_safe(out)
 
 
 def _relative(predicted: float, measured: float) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from reduced_odes.author import CommittedFigures, Crossing, Model, SettledRule
+from reduced_odes.author import CommittedFigures, Crossing, Model, SettledRule, roles
 
 from .numerics import targets
 from .params import ACTIVATIONS, TwoStageParams, TwoStageThresholds
@@ -55,10 +55,8 @@ class TwoStageFeatures(Model):
     variant_option = "activation"
     tail = 1.0
 
-    hooks = {"derive": ".derivation:derivation", "verify_settings": ".claims",
-             "measure": ".claims", "claims": ".claims", "verify_metadata": ".claims",
-             "export_derivations": ".export", "figures": ".figures:draw_figures",
-             "compare": ".ground_truth:run_compare", "format_compare": ".ground_truth"}
+    hooks = roles("derivation", "claims", "export", "figures", compare=".ground_truth",
+                  functions={"compare": "run_compare"})
     #: The figure data keep DIGITS (5) digits (figures/data.py).
     committed_figures = CommittedFigures(
         digits=5, data=("scaling.json", "trajectory-sigma0.0001.json"))

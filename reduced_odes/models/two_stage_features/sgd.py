@@ -14,10 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reduced_odes.author import first_crossing
+
 from .params import TwoStageParams
 from .unreduced import batch_gradient, sample_prompts
 
-__all__ = ["BATCH", "INITS", "LR", "SGDRun", "first_crossing", "initial_weights", "stage_times",
+__all__ = ["BATCH", "INITS", "LR", "SGDRun", "initial_weights", "stage_times",
            "train"]
 
 #: Learning rate and batch size of spec 7.8.
@@ -90,23 +92,6 @@ def train(params: TwoStageParams, init: str, seed: int, t_end: float, *, lr: flo
         v = v - lr * grad_v if params.train_value else v
     t, a, b, v_trace = (np.array(column) for column in zip(*rows, strict=True))
     return SGDRun(t, a, b, v_trace)
-
-
-def first_crossing(t: np.ndarray, x: np.ndarray, level: float, after: float = 0.0) -> float:
-    """The first ``t >= after`` at which ``x`` reaches ``level`` from below, interpolated linearly.
-
-    Examples
-    --------
-    >>> first_crossing(np.array([0.0, 1.0, 2.0]), np.array([0.0, 0.2, 1.0]), 0.6)
-    1.5
-    """
-    above = np.flatnonzero((x >= level) & (t >= after))
-    if above.size == 0:
-        return math.nan
-    k = int(above[0])
-    if k == 0 or x[k - 1] >= level:
-        return float(t[k])
-    return float(t[k - 1] + (level - x[k - 1]) * (t[k] - t[k - 1]) / (x[k] - x[k - 1]))
 
 
 def stage_times(params: TwoStageParams, run: SGDRun, A_star: float, B_star: float,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reduced_odes.author import FIGURE_DIGITS, rounded, write_json
+from reduced_odes.author import FIGURE_DIGITS, json_safe, write_json
 
 from ..params import CommitteeParams
 
@@ -52,20 +52,6 @@ FLOOR = 1e-9
 RESIDUAL = 1e-12
 
 
-def _plain(value):
-    """Nested dicts, lists, tuples, arrays and NumPy scalars as plain Python; NaN -> None."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool | int | str) or value is None:
-        return value
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 def _floored(values) -> np.ndarray:
     """Values of a run with those within :data:`FLOOR` of zero set to 0."""
     values = np.asarray(values, dtype=float)
@@ -74,7 +60,7 @@ def _floored(values) -> np.ndarray:
 
 def _stable(document: dict) -> dict:
     """``document`` as plain JSON values, rounded to the figures' digits."""
-    return rounded(_plain(document), FIGURE_DIGITS)
+    return json_safe(document, digits=FIGURE_DIGITS)
 
 
 def _config(t_end: float | None = None):

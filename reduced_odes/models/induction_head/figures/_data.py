@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from reduced_odes import SolverConfig
-from reduced_odes.author import ParameterError
+from reduced_odes.author import FIGURE_DIGITS, ParameterError, json_safe
 
 from ..params import ModelParams, PhaseThresholds
 
@@ -123,7 +123,7 @@ def scaling_records(closure: str, data_dir: str | Path = "figures/data",
     list of dict
         ``{"key", "setting", "result", "metadata"}`` records, sorted by (L, sigma).
     """
-    from reduced_odes.author import read_results, rounded, run_sweep, setting_key, versions
+    from reduced_odes.author import read_results, run_sweep, setting_key, versions
 
     from ..claims import measure_setting
 
@@ -142,15 +142,20 @@ def scaling_records(closure: str, data_dir: str | Path = "figures/data",
         done = {r["key"]: r for r in read_results(path) if "result" in r}
     records = [done[setting_key(s)] for s in settings if setting_key(s) in done]
     # Drawn at the precision a figure shows: the same bytes from any machine's run.
-    return rounded(sorted(records, key=lambda r: (r["setting"]["L"], -r["setting"]["sigma"])))
+    return json_safe(sorted(records, key=lambda r: (r["setting"]["L"], -r["setting"]["sigma"])),
+                     digits=FIGURE_DIGITS)
 
 
 def predictions_path(data_dir: str | Path, closure: str, alpha: float, wstar: float) -> Path:
     return Path(data_dir) / f"predictions-{closure}-alpha{_num(alpha)}-wstar{_num(wstar)}.json"
 
 
+#: Significant digits of the predicted lines: exact expressions, evaluated far below a pixel.
+PREDICTION_DIGITS = 10
+
+
 def _round(value: float) -> float | None:
-    return float(f"{value:.10g}") if math.isfinite(value) else None
+    return json_safe(float(value), digits=PREDICTION_DIGITS)
 
 
 def predictions_data(closure: str, data_dir: str | Path = "figures/data", *,

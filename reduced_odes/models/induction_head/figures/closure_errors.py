@@ -146,9 +146,10 @@ def plot_closure_errors(doc: Mapping):
     """
     import matplotlib
 
-    from reduced_odes.author import rounded
+    from reduced_odes.author import FIGURE_DIGITS, json_safe
 
-    rows = rounded(list(doc.get("rows") or []))  # displayed precision: same bytes everywhere
+    # Displayed precision: the same bytes everywhere.
+    rows = json_safe(list(doc.get("rows") or []), digits=FIGURE_DIGITS)
     points = {q: closure_error_points(rows, q) for q, *_ in _PANELS}
     if not points["T_em"]:
         raise ParameterError("no compare row with a finite closure/exact T_em ratio")

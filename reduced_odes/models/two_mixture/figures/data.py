@@ -13,9 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
+from reduced_odes.author import json_safe
+
 from ..params import TwoMixtureParams
 
-__all__ = ["DATA_FILES", "DIGITS", "algorithm1_document", "rounded", "scaling_document",
+__all__ = ["DATA_FILES", "DIGITS", "algorithm1_document", "scaling_document",
            "separation_document", "stages_document", "write_data"]
 
 #: Significant digits kept in the data files.
@@ -31,25 +33,6 @@ N_LINE = 40
 DEFAULT = TwoMixtureParams()
 #: Snapshots of the attention features: t = 0 and the three phase times.
 SNAPSHOTS = ("T0", "T1", "T2", "T3")
-
-
-def rounded(values, digits: int = DIGITS):
-    """``values`` (a number, or nested dicts, lists, arrays) to ``digits`` significant digits;
-    non-finite -> None.
-
-    Examples
-    --------
-    >>> rounded({"x": [1.234567, float("nan")], "n": 3})
-    {'x': [1.2346, None], 'n': 3}
-    """
-    if isinstance(values, dict):
-        return {k: rounded(v, digits) for k, v in values.items()}
-    if isinstance(values, Iterable) and not isinstance(values, str):
-        return [rounded(v, digits) for v in values]
-    if isinstance(values, bool | int | str):
-        return values
-    value = float(values)
-    return float(f"{value:.{digits}g}") if math.isfinite(value) else None
 
 
 def _scales(params: TwoMixtureParams) -> tuple[float, float, float, float]:
@@ -80,7 +63,7 @@ def stages_document(params: TwoMixtureParams = DEFAULT) -> dict:
     >>> sorted(doc["series"])  # doctest: +SKIP
     ['A', 'loss', 'loss_consistent', 'loss_hard', 't', 'theta']
     """
-    return rounded({"params": params.as_dict(), **_run(params)})
+    return json_safe({"params": params.as_dict(), **_run(params)}, digits=DIGITS)
 
 
 def _features(mu: float, theta: float) -> list[dict]:
@@ -122,8 +105,8 @@ def separation_document(params: TwoMixtureParams = DEFAULT) -> dict:
                                for k, v in times.items() if k != "T0"}}
     snapshots = {k: {"t": times[k], "theta": thetas[k], "points": _features(params.mu, thetas[k])}
                  for k in SNAPSHOTS}
-    return rounded({"params": params.as_dict(), **run, "snapshots": snapshots,
-                    "predicted": {"t": after, "theta": predicted}})
+    return json_safe({"params": params.as_dict(), **run, "snapshots": snapshots,
+                    "predicted": {"t": after, "theta": predicted}}, digits=DIGITS)
 
 
 def _sweep(field: str, values, base: TwoMixtureParams) -> dict:
@@ -153,8 +136,8 @@ def scaling_document(base: TwoMixtureParams = DEFAULT) -> dict:
     >>> round(doc["sigma_att"]["slope"], 6)  # doctest: +SKIP
     16.0
     """
-    return rounded({"params": base.as_dict(), "sigma_att": _sweep("sigma_att", SIGMA_ATTS, base),
-                    "sigma": _sweep("sigma", SIGMAS, base)})
+    return json_safe({"params": base.as_dict(), "sigma_att": _sweep("sigma_att", SIGMA_ATTS, base),
+                    "sigma": _sweep("sigma", SIGMAS, base)}, digits=DIGITS)
 
 
 def algorithm1_document(params: TwoMixtureParams = DEFAULT) -> dict:
@@ -174,8 +157,8 @@ def algorithm1_document(params: TwoMixtureParams = DEFAULT) -> dict:
     end = float(joint["series"]["t"][-1])
     staged = _run(replace(params, protocol="algorithm1"), t_end=end, names=("loss", "A", "theta"))
     floor = predictor("square").L_star(2 * math.atanh(params.theta_II))
-    return rounded({"params": params.as_dict(), "joint": joint, "algorithm1": staged,
-                    "floor": floor})
+    return json_safe({"params": params.as_dict(), "joint": joint, "algorithm1": staged,
+                    "floor": floor}, digits=DIGITS)
 
 
 #: Data file -> the function that computes its document.

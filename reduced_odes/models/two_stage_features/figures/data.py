@@ -13,10 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
+from reduced_odes.author import json_safe
+
 from ..params import TwoStageParams
 
 __all__ = ["DATA_FILES", "DIGITS", "D_Q_POINTS", "SCALING_SIGMAS", "TRAJECTORY_PARAMS",
-           "rounded", "scaling_document", "trajectory_document", "write_data"]
+           "scaling_document", "trajectory_document", "write_data"]
 
 #: Significant digits kept in the data files.
 DIGITS = 5
@@ -33,24 +35,6 @@ D_Q_POINTS = (4, 6, 8, 12, 16, 24, 32)
 N_LINE = 60
 #: The phase times the scaling figure draws.
 STAGE_KEYS = ("T_P", "T_Q", "T_cross")
-
-
-def rounded(values, digits: int = DIGITS):
-    """``values`` (a number, or nested lists/arrays) to ``digits`` significant digits; NaN -> None.
-
-    Examples
-    --------
-    >>> rounded([1.234567, float("nan"), [2e-300, 3]])
-    [1.2346, None, [2e-300, 3]]
-    """
-    if isinstance(values, dict):
-        return {k: rounded(v, digits) for k, v in values.items()}
-    if isinstance(values, Iterable) and not isinstance(values, str):
-        return [rounded(v, digits) for v in values]
-    if isinstance(values, bool | int):
-        return values
-    value = float(values)
-    return float(f"{value:.{digits}g}") if math.isfinite(value) else None
 
 
 def _phases(traj) -> dict[str, float]:
@@ -77,8 +61,8 @@ def trajectory_document(params: TwoStageParams = TRAJECTORY_PARAMS) -> dict:
     series = {"t": t, "v": v, **{k: observed[k] for k in ("L_P", "L_Q", "eig_P", "eig_Q")}}
     pred = predict(params)
     keep = ("a1", "v1", "a_inf", "b_inf", "v_inf", "L_P_min", "L_Q_min", "L_plateau", "L_P0")
-    return rounded({"params": params.as_dict(), "series": series, "phases": _phases(traj),
-                    "predictions": {k: pred[k] for k in keep}})
+    return json_safe({"params": params.as_dict(), "series": series, "phases": _phases(traj),
+                    "predictions": {k: pred[k] for k in keep}}, digits=DIGITS)
 
 
 def _measured(settings: Sequence[TwoStageParams], keys: Sequence[str]) -> dict[str, list]:
@@ -133,7 +117,7 @@ def scaling_document() -> dict:
     >>> sorted(doc)  # doctest: +SKIP
     ['d_Q', 'sigma']
     """
-    return rounded({"sigma": _sigma_sweep(), "d_Q": _d_Q_sweep()})
+    return json_safe({"sigma": _sigma_sweep(), "d_Q": _d_Q_sweep()}, digits=DIGITS)
 
 
 #: File name -> the function computing its document.

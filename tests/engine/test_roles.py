@@ -1,0 +1,37 @@
+"""Hooks by role (``_roles``): the mapping each role spells, and the built-in models' roles
+resolving to real functions."""
+
+from __future__ import annotations
+
+import pytest
+
+from reduced_odes import registered_models
+from reduced_odes._contract import FORWARDABLE
+from reduced_odes._roles import ROLES, roles
+
+
+def test_every_role_serves_forwardable_hooks_once():
+    served = [hook for hooks in ROLES.values() for hook in hooks]
+    assert len(served) == len(set(served)) and set(served) <= set(FORWARDABLE)
+
+
+def test_roles_spell_module_and_function():
+    assert roles("claims") == {hook: f".claims:{hook}" for hook in ROLES["claims"]}
+    hooks = roles("derivation", compare=".ground_truth", functions={"compare": "run"})
+    assert hooks == {"derive": ".derivation:derivation", "compare": ".ground_truth:run",
+                     "format_compare": ".ground_truth:format_compare"}
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: roles("claim"), "roles \\['claim'\\] are no roles; allowed: derivation"),
+    (lambda: roles("figures", functions={"measure": "m"}), "functions for \\['measure'\\]"),
+])
+def test_a_misspelt_role_or_function_is_refused(call, match):
+    with pytest.raises(TypeError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("model", registered_models(), ids=lambda m: m.name)
+def test_each_role_of_a_built_in_model_is_a_function_of_its_package(model):
+    for hook in type(model).hooks:
+        assert callable(getattr(model, hook)), hook  # a function (some behind a cache)
