@@ -16,8 +16,9 @@ variances up to ``1.4``, an error ~1e-17, checked against erf's closed forms by
 from __future__ import annotations
 
 import numpy as np
-from .reference import pack, unpack
 from scipy.special import erf
+
+from .reference import pack, unpack
 
 _Z = np.arange(-10.0, 10.0 + 1e-9, 0.2)
 _W = 0.2 * np.exp(-_Z**2 / 2) / np.sqrt(2 * np.pi)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from .reference import _i2, _i3, pack
-from .reference_tanh import eps_g, i2, i3, rhs
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
 from reduced_odes import SolverConfig, solve
 from reduced_odes.models.committee_machine import MODEL, CommitteeParams, overlap_state
+
+from .reference import _i2, _i3, pack
+from .reference_tanh import eps_g, i2, i3, rhs
 
 #: A realisable start (W W^T with W = 0.5 I + small; R = W's teacher part), off the plateau.
 Q0 = np.array([[0.3, 0.02], [0.02, 0.25]])

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from .reference import _integrate, generalisation_error, reference_solution, unpack
 from scipy.optimize import brentq
 
 from reduced_odes import SolverConfig, load_system, solve
 from reduced_odes.models.committee_machine import MODEL, CommitteeParams, overlap_state
+
+from .reference import _integrate, generalisation_error, reference_solution, unpack
 
 
 def _systems(activation: str, K: int, M: int, eta: float):
