@@ -88,7 +88,7 @@ class CompiledSystem:
     observable_names: tuple[str, ...]
     domain_labels: tuple[str, ...]
     key: str
-    path: Path
+    path: Path | None  # None: a structured system, no generated module
     coordinate_ranges: tuple[str, ...] = ()
     loss: Callable | None = None
     blocks: tuple[tuple[int, ...], ...] = ()

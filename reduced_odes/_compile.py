@@ -42,6 +42,7 @@ from ._errors import DerivationError
 from ._io import atomic_write, exclusive
 from ._params import warn
 from ._registry import get_model
+from ._structured import StructuredSystem, _identity
 
 __all__ = ["CompiledSystem", "cache_dir", "cached_symbolic", "is_cached", "load_system",
            "write_cache_files"]
@@ -227,6 +228,8 @@ def _load_module(path: Path):
 
 #: In-process memo: (model, variant, index path) -> (index stamp, module stamp, system).
 _LOADED: dict[tuple[str, str, str], tuple[tuple, tuple, CompiledSystem]] = {}
+#: Structured systems built in this process (they have no files to check).
+_STRUCTURED: dict[tuple[str, str, str], CompiledSystem] = {}
 #: Systems returned in the last ``SOURCE_CHECK_SECONDS``, by the call's arguments.
 _RECENT: dict[tuple, tuple[float, CompiledSystem]] = {}
 
@@ -315,6 +318,8 @@ def _load_system(model, variant: str, structure: Mapping[str, Any],
     directory = _usable_cache(directory) if directory is not None else cache_dir()
     name = _system_name(variant, structure)
     index = directory / f"index-{derivation_key(model, name)}.json"
+    if (model.name, name, str(index)) in _STRUCTURED:
+        return _STRUCTURED[(model.name, name, str(index))]
     system = _cached(model.name, name, index)
     if system is not None:
         return system
@@ -322,7 +327,11 @@ def _load_system(model, variant: str, structure: Mapping[str, Any],
         system = _cached(model.name, name, index)  # derived meanwhile by another process
         if system is not None:
             return system
-        body, key = generate(model.name, name, _derive(model, variant, structure))
+        derived = _derive(model, variant, structure)
+        if isinstance(derived, StructuredSystem):  # numbers, not expressions: no module
+            _STRUCTURED[(model.name, name, str(index))] = as_compiled(model.name, name, derived)
+            return _STRUCTURED[(model.name, name, str(index))]
+        body, key = generate(model.name, name, derived)
         module_name = f"system-{key}.py"
         directory = write_cache_files(directory, {
             module_name: f"# checksum: {_body_checksum(body)}\n{body}",
@@ -350,6 +359,25 @@ def _cached(model_name: str, name: str, index: Path) -> CompiledSystem | None:
     except (OSError, ValueError, KeyError, TypeError):
         pass
     return None
+
+
+def as_compiled(model_name: str, variant: str, system: StructuredSystem) -> CompiledSystem:
+    """``system`` with the interface the steppers use: integrated in its state variables.
+
+    Examples
+    --------
+    >>> flow = StructuredSystem(("y",), ("loss",), (), lambda t, y, a: [-a * y[0]],
+    ...                         lambda t, y, a: [[-a]], lambda y, a: [y[0] ** 2 / 2],
+    ...                         lambda y, a: [], lambda y, a: [y[0] ** 2 / 2], "decay")
+    >>> compiled = as_compiled("demo", "default", flow)
+    >>> compiled.coordinate_names, compiled.state([3.0], 0.5), compiled.path is None
+    (('y',), [3.0], True)
+    """
+    names = tuple(system.state_names)
+    return CompiledSystem(model_name, variant, system.rhs, system.jac, system.observables,
+                          system.margins, _identity, _identity, names, names,
+                          tuple(system.observable_names), tuple(system.domain_labels),
+                          system.key, None, ("any real value",) * len(names), system.loss)
 
 
 def _remember(memo_key: tuple, index: Path, system: CompiledSystem) -> CompiledSystem:

@@ -32,7 +32,8 @@ from ._errors import DerivationError
 from ._kernel_functions import kernel_expression
 from ._symbolic import Drift, declare_order_parameters
 
-__all__ = ["OnlineSGD", "online_sgd_reduction", "pullback_mobility"]
+__all__ = ["OnlineSGD", "SymmetricSGD", "online_sgd_reduction", "pullback_mobility",
+           "symmetric_online_sgd"]
 
 
 def _inner(a: str, b: str, names: Mapping[frozenset, sp.Expr]) -> sp.Expr:
@@ -292,3 +293,139 @@ def online_sgd_reduction(K: int, M: int, activation: str, *, T: sp.Matrix | None
                                  fields.known())
     return OnlineSGD(fields.state, fields.Q, fields.R, T, eta, noise, loss, rates, mobility,
                      drifts, fields.samples(check_points))
+
+
+class _Representatives:
+    """Named fields with symbols for their covariances, and the fresh fields a sum over units
+    adds, at the permutation-symmetric point ``Q_ii = q``, ``Q_ik = c``, ``R_in = r``,
+    ``T = I`` (a fresh field's entries are never differentiated, so they are those values)."""
+
+    def __init__(self, students: int, teachers: int, q, c, r):
+        self.named = [("l", i) for i in range(students)] + [("n", n) for n in range(teachers)]
+        self.q, self.c, self.r = q, c, r
+        self.symbols: dict[tuple, sp.Symbol] = {}
+        for a, b in itertools.combinations_with_replacement(self.named, 2):
+            if "l" in (a[0], b[0]):
+                (ka, ia), (kb, ib) = sorted((a, b))
+                name = f"Q_{ia + 1}_{ib + 1}" if kb == "l" else f"R_{ia + 1}_{ib + 1}"
+                self.symbols[frozenset((a, b))] = sp.Symbol(name, real=True)
+
+    def symmetric(self, a, b) -> sp.Expr:
+        if a[0] == b[0] == "n":
+            return sp.Integer(1 if a == b else 0)
+        if a[0] == b[0] == "l":
+            return self.q if a == b else self.c
+        return self.r
+
+    def covariance(self, a, b) -> sp.Expr:
+        return self.symbols.get(frozenset((a, b)), None) or self.symmetric(a, b)
+
+    def at_symmetric_point(self) -> dict:
+        return {s: self.symmetric(*tuple(pair) * (2 if len(pair) == 1 else 1))
+                for pair, s in self.symbols.items()}
+
+
+def _placements(named: list, free: int, K: sp.Expr, M: sp.Expr) -> list[tuple[tuple, sp.Expr]]:
+    """Every way ``free`` summed indices over all ``K + M`` fields fall on the ``named`` fields,
+    on each other, or on fresh ones: ``(fields, how many index tuples do so)``."""
+    placed = [((), sp.Integer(1), list(named))]
+    for step in range(free):
+        grown = []
+        for fields, count, pool in placed:
+            for field in pool:
+                grown.append((fields + (field,), count, pool))
+            for kind, size in (("l", K), ("n", M)):
+                taken = sum(1 for f in pool if f[0] == kind)
+                fresh = (kind, f"new{step}")
+                grown.append((fields + (fresh,), count * (size - taken), pool + [fresh]))
+        placed = grown
+    return [(fields, count) for fields, count, _ in placed]
+
+
+@dataclass(frozen=True)
+class SymmetricSGD:
+    """Online SGD on the permutation-symmetric subspace, with ``K`` and ``M`` as numbers.
+
+    Attributes
+    ----------
+    state : tuple of Symbol
+        ``(q, c, r)``: ``Q_ii = q``, ``Q_ik = c`` (``i != k``), ``R_in = r``; ``T = I``.
+    K, M, eta, noise : Symbol
+    rates : Matrix
+        ``d(q, c, r)/dt``.
+    loss : Expr
+        ``eps_g`` there.
+    escape_rate : Expr
+        The growth rate of the specialising direction ``R_in - r`` with zero row and
+        column sums (``K, M >= 2``): the eigenvalue of the full flow's Jacobian on it.
+    """
+
+    state: tuple[sp.Symbol, ...]
+    K: sp.Symbol
+    M: sp.Symbol
+    eta: sp.Symbol
+    noise: sp.Symbol
+    rates: sp.Matrix
+    loss: sp.Expr
+    escape_rate: sp.Expr
+
+
+def symmetric_online_sgd(activation: str, *, learning_rate_terms: bool = True) -> SymmetricSGD:
+    """The unspecialised flow of a soft committee machine: every student alike (``Q_ii = q``,
+    ``Q_ik = c``, ``R_in = r``, an invariant subspace), with ``K`` and ``M`` as symbols.
+
+    Each rate of :func:`online_sgd_reduction` is a sum over units of kernels; on the subspace
+    each term's value depends only on which of its fields coincide, so the sum is a sum over
+    those coincidence classes weighted by their counts, polynomials in ``K`` and ``M``.
+
+    Examples
+    --------
+    One linear student and teacher, as :func:`online_sgd_reduction` has them:
+
+    >>> s = symmetric_online_sgd("linear")
+    >>> q, c, r = s.state
+    >>> point = {s.K: 1, s.M: 1}
+    >>> [sp.expand(e.subs(point)) for e in (s.rates[0], s.rates[2], s.loss)]
+    [eta*noise**2 + eta*q - 2*eta*r + eta - 2*q + 2*r, 1 - r, q/2 - r + 1/2]
+    """
+    q, c, r = sp.symbols("q c r", real=True)
+    K, M = sp.symbols("K M", positive=True, integer=True)
+    eta, noise = sp.Symbol("eta", nonnegative=True), sp.Symbol("noise", nonnegative=True)
+    sign = {"l": -1, "n": 1}
+
+    def E(fields, *factors):
+        return _expect(activation, factors, fields)
+
+    def error_sum(fields, named, free, term) -> sp.Expr:
+        return sum((count * sp.prod([sign[f[0]] for f in placed]) * term(*placed)
+                    for placed, count in _placements(named, free, K, M)), sp.Integer(0))
+
+    def q_rate(fields, i, k) -> sp.Expr:
+        named = fields.named
+        grad = error_sum(fields, named, 1, lambda f: E(fields, ("dg", i), ("x", k), ("g", f))
+                         + E(fields, ("dg", k), ("x", i), ("g", f)))
+        if not learning_rate_terms:
+            return grad
+        four = error_sum(fields, named, 2, lambda f, h: E(fields, ("dg", i), ("dg", k),
+                                                          ("g", f), ("g", h)))
+        return grad + eta * (four + noise**2 * E(fields, ("dg", i), ("dg", k)))
+
+    def r_rate(fields) -> sp.Expr:
+        i, n = ("l", 0), ("n", 0)
+        return error_sum(fields, fields.named, 1,
+                         lambda f: E(fields, ("dg", i), ("x", n), ("g", f)))
+
+    one = _Representatives(1, 1, q, c, r)
+    two = _Representatives(2, 1, q, c, r)
+    rates = [q_rate(one, ("l", 0), ("l", 0)), q_rate(two, ("l", 0), ("l", 1)), r_rate(one)]
+    rates = [e.xreplace(f.at_symmetric_point())
+             for e, f in zip(rates, (one, two, one), strict=True)]
+    none = _Representatives(0, 0, q, c, r)
+    loss = sp.Rational(1, 2) * error_sum(none, [], 2,
+                                         lambda f, h: E(none, ("g", f), ("g", h)))
+    square = _Representatives(2, 2, q, c, r)
+    rate = r_rate(square)
+    mode = {"R_1_1": 1, "R_1_2": -1, "R_2_1": -1, "R_2_2": 1}
+    escape = sum((sign * sp.diff(rate, sp.Symbol(name, real=True)) for name, sign in mode.items()),
+                 sp.Integer(0)).xreplace(square.at_symmetric_point())
+    return SymmetricSGD((q, c, r), K, M, eta, noise, sp.Matrix(rates), loss, escape)

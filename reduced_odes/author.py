@@ -64,8 +64,10 @@ _STABLE = {
     # Activations and their Gaussian expectations; online SGD of teacher-student pairs.
     **dict.fromkeys(("ACTIVATIONS", "Activation", "activation", "register_activation"),
                     "_activations"),
-    **dict.fromkeys(("OnlineSGD", "online_sgd_reduction", "pullback_mobility"),
-                    "_teacher_student"),
+    **dict.fromkeys(("OnlineSGD", "SymmetricSGD", "online_sgd_reduction", "pullback_mobility",
+                     "symmetric_online_sgd"), "_teacher_student"),
+    **dict.fromkeys(("indexed_online_sgd",), "_unit_sums"),
+    **dict.fromkeys(("StructuredSystem",), "_structured"),
     # Sums over sequence positions (attention readouts) and their expectations.
     **dict.fromkeys(("Fixed", "Index", "PositionSum", "SEQ_LEN", "SUM_INDEX", "expect_product",
                      "expect_product_explicit", "geometric_sum", "token"), "_positions"),

@@ -89,6 +89,9 @@ class _Record:
 def _twin_for(model, params, variant, problem: Problem):
     """The twin (with the model's stop rule compiled in, if it is a :class:`SettledRule`) and
     the rule's constants."""
+    if problem.system.path is None:  # solve retries the run on the pure path, saying so
+        raise DomainError(f"{problem.label}: a structured system (numerical callables, no "
+                          f"generated module) has no native twin; it runs on the pure path")
     rule = model.settled(params, variant)
     rule = rule if isinstance(rule, SettledRule) else None
     twin = load_twin(problem.system, rule)

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import sympy as sp
 
-from reduced_odes.author import Derivation, gradient_flow, online_sgd_reduction
+from reduced_odes.author import (
+    Derivation,
+    StructuredSystem,
+    gradient_flow,
+    indexed_online_sgd,
+    online_sgd_reduction,
+)
 
 __all__ = ["derivation", "specialisation"]
 
@@ -35,11 +41,14 @@ def specialisation(R: sp.Matrix) -> sp.Expr:
     return sp.nsimplify(1 / (min(K, M) * (1 - sp.Rational(1, M)))) * spread
 
 
-def derivation(variant: str, K: int = 2, M: int = 2, finite_eta: bool = False) -> Derivation:
+def derivation(variant: str, K: int = 2, M: int = 2, finite_eta: bool = False,
+               indexed: bool = False) -> Derivation | StructuredSystem:
     """The flow of ``(Q, R)`` for ``K`` students and ``M`` teachers with activation ``variant``.
 
     ``finite_eta`` keeps the learning-rate term (a system of its own: at ``eta = 0`` the
-    four-point kernels it sums are not compiled at all).
+    four-point kernels it sums are not compiled at all).  ``indexed``: the same flow as unit
+    sums (:func:`~reduced_odes.author.indexed_online_sgd`), whose kernels are derived once
+    for every width, in place of the unrolled, compiled derivation.
 
     Examples
     --------
@@ -47,6 +56,8 @@ def derivation(variant: str, K: int = 2, M: int = 2, finite_eta: bool = False) -
     >>> d.state_names, tuple(map(str, d.parameters))
     (('Q_1_1', 'R_1_1'), ('eta', 'noise'))
     """
+    if indexed:
+        return indexed_online_sgd(K, M, variant, finite_eta=finite_eta)
     sgd = online_sgd_reduction(K, M, variant, learning_rate_terms=finite_eta)
     speed = sp.sqrt(sum((r**2 for r in sgd.rates), sp.Integer(0)))
     observables = {"eps_g": sgd.loss, "specialisation": specialisation(sgd.R), "speed": speed}

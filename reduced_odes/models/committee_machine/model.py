@@ -22,6 +22,7 @@ from reduced_odes.author import CommittedFigures, Crossing, Model, SettledRule, 
 from .params import (
     ACTIVATIONS,
     CLOSED_FORM,
+    UNROLLED_UNITS,
     CommitteeParams,
     PhaseLevels,
     check_realisable,
@@ -43,6 +44,8 @@ class CommitteeMachine(Model):
     >>> MODEL.variants, MODEL.variant_option, MODEL.structural
     (('erf', 'relu', 'linear', 'tanh', 'sigmoid', 'gelu', 'softplus', 'silu'), 'activation', \
 ('K', 'M'))
+    >>> MODEL.structure(CommitteeParams(K=20, M=10))
+    {'K': 20, 'M': 10, 'finite_eta': False, 'indexed': True}
     """
 
     name = "committee_machine"
@@ -64,8 +67,12 @@ class CommitteeMachine(Model):
     tail = 0.0
 
     def structure(self, params: CommitteeParams) -> dict:
-        """``K``, ``M``, and whether the learning-rate term is needed (``eta > 0``)."""
-        return {**super().structure(params), "finite_eta": params.eta > 0}
+        """``K``, ``M``, whether the learning-rate term is needed (``eta > 0``), and, beyond
+        ``UNROLLED_UNITS``, that the rates are unit sums (``indexed``)."""
+        structure = {**super().structure(params), "finite_eta": params.eta > 0}
+        if max(params.K, params.M) > UNROLLED_UNITS:
+            structure["indexed"] = True
+        return structure
 
     def check(self, params: CommitteeParams, variant: str) -> None:
         if variant == "relu" and params.eta > 0 and params.K + params.M > 3:

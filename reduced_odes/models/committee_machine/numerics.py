@@ -23,8 +23,8 @@ from reduced_odes import get_model, load_system
 
 from .params import CommitteeParams
 
-__all__ = ["FixedPoint", "closed_form_plateau", "largest_learning_rate", "specialised_point",
-           "system_for", "unspecialised_fixed_point"]
+__all__ = ["FixedPoint", "SymmetricPlateau", "closed_form_plateau", "largest_learning_rate",
+           "specialised_point", "symmetric_plateau", "system_for", "unspecialised_fixed_point"]
 
 
 def system_for(params: CommitteeParams, variant: str):
@@ -185,3 +185,90 @@ def largest_learning_rate(K: int, variant: str = "erf", hi: float = 8.0) -> floa
     while growth(low / 2) > 0 and low > 1e-6:
         low /= 2
     return brentq(growth, low / 2, low, xtol=1e-12, rtol=1e-12)
+
+
+@functools.lru_cache(maxsize=8)
+def _symmetric_flow(variant: str, finite_eta: bool):
+    """The unspecialised flow in ``(q, c, r)`` with ``K, M`` as numbers
+    (:func:`reduced_odes.author.symmetric_online_sgd`), derived once per activation (cached
+    on disk) and lambdified: ``(rates, jacobian, eps_g, escape_rate)`` of
+    ``(q, c, r, K, M, eta, noise)``."""
+    import sympy as sp
+
+    from reduced_odes.author import cached_symbolic, symmetric_online_sgd
+
+    def derive() -> dict:
+        s = symmetric_online_sgd(variant, learning_rate_terms=finite_eta)
+        return {"arguments": sp.Tuple(*s.state, s.K, s.M, s.eta, s.noise), "rates": s.rates,
+                "loss": s.loss, "escape": s.escape_rate}
+
+    d = cached_symbolic(get_model("committee_machine"), variant,
+                        f"symmetric-{'eta' if finite_eta else 'flow'}", derive)
+    arguments, rates = list(d["arguments"]), sp.Matrix(d["rates"])
+    jacobian = rates.jacobian(arguments[:3])
+    return tuple(sp.lambdify(arguments, e, modules="math", cse=True)
+                 for e in (list(rates), jacobian.tolist(), d["loss"], d["escape"]))
+
+
+@dataclass(frozen=True)
+class SymmetricPlateau:
+    """The plateau of ``K`` students and ``M`` teachers from the symmetric flow, any ``K``.
+
+    Attributes
+    ----------
+    q, c, r : float
+        The fixed point: ``Q_ii = q``, ``Q_ik = c``, ``R_in = r``.
+    eps_g : float
+    eigenvalues : ndarray
+        Of the flow within the symmetric subspace (3 x 3).
+    escape_rate : float
+        The growth rate of the specialising direction (``K, M >= 2``), the full flow's
+        eigenvalue there.
+    """
+
+    q: float
+    c: float
+    r: float
+    eps_g: float
+    eigenvalues: np.ndarray
+    escape_rate: float
+
+    def escape_time(self, asymmetry: float) -> float:
+        """The time for a specialisation of size ``asymmetry`` to grow by ``1/asymmetry``:
+        ``ln(1/asymmetry) / escape_rate``, the leading term of ``T_escape`` at small
+        ``asymmetry`` (the rest does not depend on it)."""
+        return math.log(1.0 / asymmetry) / self.escape_rate
+
+
+@functools.lru_cache(maxsize=256)
+def symmetric_plateau(K: int, M: int, eta: float = 0.0, noise: float = 0.0,
+                      variant: str = "erf") -> SymmetricPlateau:
+    """The unspecialised fixed point for any ``K`` and ``M`` (``K = 1000`` included), from the
+    three-variable symmetric flow: flowed to from small weights, then Newton.  As
+    :func:`unspecialised_fixed_point`, the flow stays on identical students (``c = q``) but
+    for ReLU, whose kernels are singular there.
+
+    Examples
+    --------
+    >>> p = symmetric_plateau(1000, 1000)
+    >>> abs(p.eps_g / closed_form_plateau(1000) - 1) < 1e-9
+    True
+    """
+    rates, jacobian, loss, escape = _symmetric_flow(variant, eta > 0)
+    numbers = (float(K), float(M), float(eta), float(noise))
+    identical = variant != "relu" or K == 1
+
+    def full(z):
+        return (z[0], z[0], z[1]) if identical else tuple(z)
+
+    def reduced(z):
+        values = rates(*full(z), *numbers)
+        return np.array([values[0], values[2]] if identical else values)
+
+    start = [0.25, 0.01] if identical else [0.25, 0.0, 0.01]
+    flow = solve_ivp(lambda t, z: reduced(z), (0, 1e4), start, method="LSODA", rtol=1e-10,
+                     atol=1e-13)
+    point = full(root(reduced, flow.y[:, -1], method="hybr", options={"xtol": 1e-15}).x)
+    eigenvalues = np.linalg.eigvals(np.array(jacobian(*point, *numbers), dtype=float))
+    rate = float(escape(*point, *numbers)) if min(K, M) >= 2 else math.nan
+    return SymmetricPlateau(*point, float(loss(*point, *numbers)), eigenvalues, rate)

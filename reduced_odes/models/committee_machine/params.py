@@ -1,10 +1,11 @@
 """Parameters of the soft committee machine learning a teacher by online SGD.
 
-The activation (``erf``, ``relu``, ``linear``) is the model's variant; the sizes
-``K`` and ``M`` select the derived system (each pair derives and compiles its
-own); ``eta`` and ``noise`` are runtime numbers of that system; the start is the
-symmetric, unspecialised point ``Q_ik = q0 [i = k]``, ``R_in = r0`` broken by
-``R_ii += asymmetry`` (a network with these overlaps exists: checked).
+The activation (``erf``, ``relu``, ``linear``; numerical: ``tanh``, ...) is the variant; the
+sizes ``K`` and ``M`` select the system (up to ``UNROLLED_UNITS`` each pair derives and
+compiles its own; beyond, the unit sums serve every width from the same kernels);
+``eta`` and ``noise`` are runtime numbers of that system; the start is the symmetric,
+unspecialised point ``Q_ik = q0 [i = k]``, ``R_in = r0`` broken by ``R_ii += asymmetry``
+(a network with these overlaps exists: checked).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from reduced_odes.author import (
     positive,
 )
 
-__all__ = ["ACTIVATIONS", "CLOSED_FORM", "CommitteeParams", "PhaseLevels", "check_realisable",
-           "initial_overlaps", "overlap_state"]
+__all__ = ["ACTIVATIONS", "CLOSED_FORM", "MAX_UNITS", "UNROLLED_UNITS", "CommitteeParams",
+           "PhaseLevels", "check_realisable", "initial_overlaps", "overlap_state"]
 
 #: The activations with closed-form kernels (the verified variants).
 CLOSED_FORM = ("erf", "relu", "linear")
@@ -31,9 +32,13 @@ CLOSED_FORM = ("erf", "relu", "linear")
 #: are numerical (the engine's Gaussian kernels for smooth activations).
 ACTIVATIONS = (*CLOSED_FORM, "tanh", "sigmoid", "gelu", "softplus", "silu")
 
-#: Largest width: every (K, M) derives a system of K(K+1)/2 + K M variables, and the
-#: learning-rate term sums (K + M)^2 four-point kernels per student pair.
-MAX_UNITS = 5
+#: Widths up to this (K and M) run the unrolled system, derived and compiled per (K, M) (the
+#: committed data's runs); wider ones the unit sums, built from kernels derived once.
+UNROLLED_UNITS = 5
+#: Largest width.  The state has K(K+1)/2 + K M variables and the Jacobian is dense; the
+#: learning-rate term sums (K + M)^2 four-point kernels per student pair, so its cost per
+#: evaluation grows as K^2 (K + M)^2 / 4 (docs/performance.md).
+MAX_UNITS = 40
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ class CommitteeParams(Parameters):
     >>> CommitteeParams(K=0)
     Traceback (most recent call last):
     ...
-    reduced_odes._params.ParameterError: K=0 must be an integer in [1, 5]
+    reduced_odes._params.ParameterError: K=0 must be an integer in [1, 40]
     """
 
     K: int = parameter(2, integer(1, MAX_UNITS), "student hidden units")
