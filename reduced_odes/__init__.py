@@ -15,6 +15,7 @@ use, so integrating from a warm compile cache never imports SymPy.
 """
 
 import importlib
+from typing import TYPE_CHECKING
 
 from ._blas import pin_kernel
 from ._version import __version__ as __version__  # re-exported
@@ -24,7 +25,7 @@ from ._version import __version__ as __version__  # re-exported
 pin_kernel()
 
 _LAZY = {
-    **dict.fromkeys(("Crossing", "Model", "SettledRule"), "_contract"),
+    **dict.fromkeys(("Claim", "Crossing", "Model", "SettledRule"), "_contract"),
     **dict.fromkeys(("DerivationError",), "_errors"),
     **dict.fromkeys(("METHODS", "ParameterError", "Parameters", "Range", "SolverConfig",
                      "choice", "flag", "integer", "interval", "parameter", "positive"),
@@ -46,9 +47,98 @@ _LAZY = {
                     "_sweep"),
     **dict.fromkeys(("solve_setting",), "_sweep_command"),
     **dict.fromkeys(("Setting",), "_setting"),
-    **dict.fromkeys(("Claim", "VerifyReport", "verify"), "_verify"),
+    **dict.fromkeys(("VerifyReport", "verify"), "_verify"),
     **dict.fromkeys(("versions",), "_provenance"),
 }
+
+if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-exported);
+    # at run time each is imported on first use (``__getattr__``)
+    from ._activations import (
+        ACTIVATIONS as ACTIVATIONS,
+        Activation as Activation,
+        activation as activation,
+    )
+    from ._compile import (
+        CompiledSystem as CompiledSystem,
+        cache_dir as cache_dir,
+        load_system as load_system,
+    )
+    from ._contract import (
+        Claim as Claim,
+        Crossing as Crossing,
+        Model as Model,
+        SettledRule as SettledRule,
+    )
+    from ._errors import DerivationError as DerivationError
+    from ._gaussian import (
+        GaussianExpectation as GaussianExpectation,
+        gaussian_expectation as gaussian_expectation,
+    )
+    from ._integrate import (
+        DomainError as DomainError,
+        SolverStats as SolverStats,
+        Trajectory as Trajectory,
+        solve as solve,
+    )
+    from ._params import (
+        METHODS as METHODS,
+        ParameterError as ParameterError,
+        Parameters as Parameters,
+        Range as Range,
+        SolverConfig as SolverConfig,
+        choice as choice,
+        flag as flag,
+        integer as integer,
+        interval as interval,
+        parameter as parameter,
+        positive as positive,
+    )
+    from ._positions import (
+        Fixed as Fixed,
+        Index as Index,
+        PositionSum as PositionSum,
+        expect_product as expect_product,
+        expect_product_explicit as expect_product_explicit,
+        geometric_sum as geometric_sum,
+        token as token,
+    )
+    from ._provenance import versions as versions
+    from ._registry import (
+        get_model as get_model,
+        model_for as model_for,
+        registered_models as registered_models,
+    )
+    from ._setting import Setting as Setting
+    from ._sweep import (
+        SweepReport as SweepReport,
+        expand_grid as expand_grid,
+        load_grid as load_grid,
+        read_results as read_results,
+        run_sweep as run_sweep,
+    )
+    from ._sweep_command import solve_setting as solve_setting
+    from ._symbolic import (
+        Block as Block,
+        CoordinateChange as CoordinateChange,
+        Derivation as Derivation,
+        Drift as Drift,
+        Identity as Identity,
+        assert_conserved as assert_conserved,
+        assert_same as assert_same,
+        declare_order_parameters as declare_order_parameters,
+        gradient_flow as gradient_flow,
+        log_coordinate as log_coordinate,
+        metric_gradient as metric_gradient,
+        mixture_expectation as mixture_expectation,
+        mobility_gradient as mobility_gradient,
+        relu as relu,
+    )
+    from ._teacher_student import (
+        OnlineSGD as OnlineSGD,
+        online_sgd_reduction as online_sgd_reduction,
+        pullback_mobility as pullback_mobility,
+    )
+    from ._verify import VerifyReport as VerifyReport, verify as verify
 
 
 def __getattr__(name):

@@ -14,7 +14,9 @@ from collections.abc import Callable
 import numpy as np
 
 from ._crossing import root_in_step
-from ._driver import _EVALUATION_ERRORS, _MAX_STEPS, _T_MAX, Problem, _Run, stopped
+from ._driver import _MAX_STEPS, _T_MAX, StepRun, stopped
+from ._ivp import IvpStepper
+from ._problem import EVALUATION_ERRORS, Problem
 from ._trajectory import DomainError
 
 #: Restarts of the direct LSODA driver from its last accepted step, after a step
@@ -63,7 +65,23 @@ class _FastPathUnavailable(Exception):
 _LSODA_MAX_ORDER = 12  # Adams; the stiff BDF branch uses <= 5
 
 
-def _lsoda_run(problem: Problem) -> _Run:
+class LsodaStepper:
+    """LSODA stepped directly (:func:`_lsoda_run`); through ``solve_ivp`` if the installed
+    SciPy's ``ode`` wrapper lacks the internals the direct driver reads."""
+
+    #: Failure messages name the method itself.
+    label = None
+
+    @staticmethod
+    def run(problem: Problem) -> StepRun:
+        """Integrate ``problem`` until it settles (or to its ``t_end``)."""
+        try:
+            return _lsoda_run(problem)
+        except _FastPathUnavailable:
+            return IvpStepper.run(problem)
+
+
+def _lsoda_run(problem: Problem) -> StepRun:
     """Step LSODA one accepted step at a time until the state settles (see :func:`solve`)."""
     from scipy.integrate import ode
 
@@ -91,7 +109,7 @@ def _lsoda_run(problem: Problem) -> _Run:
     ts, records, orders = [0.0], [], []
     restarts, spent = 0, [0, 0]  # restarts so far; (nfev, njev) of the runs before them
 
-    def partial() -> _Run | None:
+    def partial() -> StepRun | None:
         return _recorded(y0, ts, records, orders,
                          (spent[0] + int(iwork[11]), spent[1] + int(iwork[12])))
 
@@ -104,7 +122,7 @@ def _lsoda_run(problem: Problem) -> _Run:
                 y, t = run(rhs, jac, y, t, t_out, args, args)
                 failure = None if integrator.success else integrator.messages.get(
                     integrator.istate, f"istate {integrator.istate}").rstrip(".")
-            except _EVALUATION_ERRORS as exc:
+            except EVALUATION_ERRORS as exc:
                 failure = f"{type(exc).__name__}: {exc}"
             if failure is None:
                 total = sum(y.tolist())
@@ -166,14 +184,14 @@ def _lsoda_run(problem: Problem) -> _Run:
 
 
 def _recorded(y0: np.ndarray, ts: list, records: list, orders: list,
-              costs: tuple) -> _Run | None:
+              costs: tuple) -> StepRun | None:
     """The run of the steps recorded so far (``costs``: nfev, njev); None before the first."""
     if not records:
         return None
     dense = _nordsieck(ts, records, orders, y0.size)
     y_steps = np.concatenate((y0[:, None], dense.yh[:, :, 0].T), axis=1)
     nfev, njev = costs
-    return _Run(dense, dense.ts, y_steps, dense.segment, nfev=nfev, njev=njev, nlu=njev)
+    return StepRun(dense, dense.ts, y_steps, dense.segment, nfev=nfev, njev=njev, nlu=njev)
 
 
 def _nordsieck(ts: list, records: list, orders: list, n: int) -> NordsieckSolution:

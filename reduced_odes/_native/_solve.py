@@ -25,17 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._contract import SettledRule
-from .._crossing import root_in_step
-from .._driver import _MAX_STEPS, _T_MAX, Problem, stopped
-from .._params import ParameterError
-from .._trajectory import (
-    DomainError,
-    SolverStats,
-    Trajectory,
-    _series_at,
-    output_times,
-    trajectory,
-)
+from .._crossing import quantity_index, root_in_step
+from .._driver import _MAX_STEPS, _T_MAX, stopped
+from .._problem import Problem
+from .._trajectory import DomainError
 from ._twin import load_twin
 
 #: Steps per native call when the model's stop rule is applied in Python: the
@@ -86,10 +79,11 @@ class _Record:
                        self.count)
 
 
-def _twin_for(model, params, variant, problem: Problem):
+def _twin_for(problem: Problem):
     """The twin (with the model's stop rule compiled in, if it is a :class:`SettledRule`) and
     the rule's constants."""
-    rule = model.settled(params, variant)
+    setting = problem.setting
+    rule = setting.model.settled(setting.params, setting.variant)
     rule = rule if isinstance(rule, SettledRule) else None
     twin = load_twin(problem.system, rule)
     constants = np.array([float(v) for v in rule.constants.values()] if rule else [0.0])
@@ -297,7 +291,7 @@ class _Rule:
         return max(t_s * (1 + self.problem.tail), float(steps[m]))
 
 
-def _integrate(twin, problem: Problem, rule: _Rule, leg: _Leg) -> float:
+def _step_whole(twin, problem: Problem, rule: _Rule, leg: _Leg) -> float:
     """Step the whole system until the end of the run; the end time.
 
     The compiled rule and the domain are watched natively at every step; a Python rule
@@ -414,18 +408,13 @@ def _settle_end(rule: _Rule, merged: _Merged, start: int,
 
 
 def _crossing_arrays(system, crossings) -> tuple[np.ndarray, ...]:
+    """The crossings as the twin's arrays: where each quantity is, its level, direction and
+    whether it is monotone."""
     kinds, indices = [], []
     for c in crossings:
-        for kind, names in enumerate((system.coordinate_names, system.state_names,
-                                      system.observable_names)):
-            if c.quantity in names:
-                kinds.append(kind)
-                indices.append(names.index(c.quantity))
-                break
-        else:
-            allowed = system.coordinate_names + system.state_names + system.observable_names
-            raise ParameterError(f"phase quantity {c.quantity!r} is not a series of "
-                                 f"{system.model}; allowed: {', '.join(allowed)}")
+        kind, index = quantity_index(system, c.quantity)
+        kinds.append(kind)
+        indices.append(index)
     # Explicit dtypes: an empty list is float64 otherwise, another signature to compile.
     return (np.array(kinds, np.int64), np.array(indices, np.int64),
             np.array([c.level for c in crossings], float),
@@ -436,7 +425,7 @@ def _crossing_arrays(system, crossings) -> tuple[np.ndarray, ...]:
 def compile_scans(twin) -> None:
     """Call each entry point of ``twin`` but the stepping once, on a tiny record with the
     argument types of a run (as :class:`_Merged`, :class:`BdfSolution` and
-    :func:`solve_native` pass them), so that numba compiles and caches them."""
+    :class:`NativeRun` pass them), so that numba compiles and caches them."""
     n = twin.N_COORDINATES
     r = _Record.empty(np.zeros(n), 2)
     r.ts[1], r.hs[1], r.orders[1], r.ds[1], r.count = 1.0, 1.0, 1, 0.0, 2
@@ -464,54 +453,63 @@ def _named_series(system, y: np.ndarray, states: np.ndarray,
     return series
 
 
-def solve_native(setting, problem: Problem) -> Trajectory:
-    """See :func:`reduced_odes._native.solve_native`."""
-    problem = dataclasses.replace(problem, rtol=max(problem.rtol * TIGHTER, _RTOL_FLOOR),
-                                  atol=problem.atol * TIGHTER)
-    twin, constants = _twin_for(setting.model, setting.params, setting.variant, problem)
-    legs, rule = _legs(twin, problem, constants), _Rule(twin, problem, constants)
-    try:
-        if not problem.system.blocks:  # one block, even in log time, is a leg of blocks
-            t_end = _integrate(twin, problem, rule, legs[0])
-            merged = _Merged(legs)
-        else:
-            t_end, merged = _integrate_blocks(twin, problem, rule, legs)
-    except DomainError as exc:
-        # The run up to where it stopped: where every leg has stepped (or the edge).
-        t_stop = min(float(leg.times()[-1]) for leg in legs) if exc.t_stop is None \
-            else exc.t_stop
-        if t_stop > 0:
-            exc.trajectory = _finished(setting, problem, (twin, legs, _Merged(legs)), t_stop,
-                                       str(exc))
-        raise
-    return _finished(setting, problem, (twin, legs, merged), t_end)
+class NativeBdf:
+    """The native backend's stepper: SciPy's BDF ported to numba, on the system's twin, at a
+    tenth of the tolerances (:data:`TIGHTER`), whatever method the solver names."""
+
+    label = "native BDF"
+
+    @staticmethod
+    def run(problem: Problem) -> NativeRun:
+        """Integrate ``problem`` natively until it settles (or to its ``t_end``)."""
+        inner = dataclasses.replace(problem, rtol=max(problem.rtol * TIGHTER, _RTOL_FLOOR),
+                                    atol=problem.atol * TIGHTER)
+        twin, constants = _twin_for(inner)
+        legs, rule = _legs(twin, inner, constants), _Rule(twin, inner, constants)
+        try:
+            if not inner.system.blocks:  # one block, even in log time, is a leg of blocks
+                t_end = _step_whole(twin, inner, rule, legs[0])
+                merged = _Merged(legs)
+            else:
+                t_end, merged = _integrate_blocks(twin, inner, rule, legs)
+        except DomainError as exc:
+            # The run up to where it stopped: where every leg has stepped (or the edge).
+            t_stop = min(float(leg.times()[-1]) for leg in legs) if exc.t_stop is None \
+                else exc.t_stop
+            raise stopped(exc, NativeRun(twin, legs, _Merged(legs), t_stop), t_stop) from None
+        return NativeRun(twin, legs, merged, t_end)
 
 
-def _finished(setting, problem: Problem, run: tuple, t_end: float,
-              stop: str | None = None) -> Trajectory:
-    """The trajectory of the legs' run up to ``t_end`` (``run``: the twin, the legs and their
-    merged record); ``stop``: why a partial run stopped there."""
-    solver = setting.solver
-    twin, legs, merged = run
-    system, args = problem.system, legs[0].args
-    t = output_times(t_end, solver.n_output)
-    y = np.empty((t.size, problem.y0.size))
-    states = np.empty((t.size, max(len(system.state_names), 1)))
-    values = np.empty((t.size, twin.N_SERIES))
-    initial = {k: float(v[0]) for k, v in _series_at(system, problem.y0[:, None],
-                                                       problem.args).items()}
-    crossings = setting.model.phases(setting.params, setting.variant, initial,
-                                     setting.thresholds)
-    times = np.empty(len(crossings))
-    twin.outputs(t, args, merged.steps, merged.y_steps, *merged.record, y, states, values,
-                 *_crossing_arrays(system, crossings), times)
-    series = _named_series(system, y, states, values)
-    # Steps past t_end (a chunk's overshoot under the Python stop rule, or a block's past
-    # the common end) are not the run's.
-    phases = {c.name: float(v) if v <= t_end else math.nan
-              for c, v in zip(crossings, times, strict=True)}
-    nfev, njev, nlu = (int(v) for v in sum(leg.stats for leg in legs))
-    stats = SolverStats("BDF (native)", solver.rtol, solver.atol, nfev=nfev, njev=njev, nlu=nlu,
-                        steps=sum(int(np.searchsorted(leg.times(), t_end)) for leg in legs))
-    return trajectory(setting, problem, t, series, (crossings, phases), stats, merged.dense(),
-                      stop)
+class NativeRun:
+    """A native run: the legs, their merged record, and its end; its outputs computed by the
+    twin (:class:`~reduced_odes._driver.Run`)."""
+
+    label = "BDF (native)"
+
+    def __init__(self, twin, legs: list[_Leg], merged: _Merged, end: float):
+        self.twin, self.legs, self.merged, self.end = twin, legs, merged, end
+
+    @property
+    def dense(self) -> BdfSolution:
+        return self.merged.dense()
+
+    def outputs(self, problem: Problem, t: np.ndarray, t_end: float,
+                crossings) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+        """The series at ``t`` and the phases up to ``t_end``, in one native call."""
+        twin, merged, system = self.twin, self.merged, problem.system
+        y = np.empty((t.size, problem.y0.size))
+        states = np.empty((t.size, max(len(system.state_names), 1)))
+        values = np.empty((t.size, twin.N_SERIES))
+        times = np.empty(len(crossings))
+        twin.outputs(t, self.legs[0].args, merged.steps, merged.y_steps, *merged.record, y,
+                     states, values, *_crossing_arrays(system, crossings), times)
+        # Steps past t_end (a chunk's overshoot under the Python stop rule, or a block's past
+        # the common end) are not the run's.
+        phases = {c.name: float(v) if v <= t_end else math.nan
+                  for c, v in zip(crossings, times, strict=True)}
+        return _named_series(system, y, states, values), phases
+
+    def counts(self, t_end: float) -> tuple[int, int, int, int]:
+        nfev, njev, nlu = (int(v) for v in sum(leg.stats for leg in self.legs))
+        return nfev, njev, nlu, sum(int(np.searchsorted(leg.times(), t_end))
+                                    for leg in self.legs)

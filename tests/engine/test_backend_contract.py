@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from reduced_odes import DomainError, ParameterError, SolverConfig, solve
 from reduced_odes._backend import native_available
-from reduced_odes._integrate import ILL_CONDITIONED, PHASE_AGREEMENT
+from reduced_odes._cross_check import ILL_CONDITIONED, PHASE_AGREEMENT
 from reduced_odes._registry import registered_models
 from reduced_odes.cli import EXIT_NOT_REACHED, EXIT_OK, main
 from reduced_odes.models import get_model
