@@ -1,22 +1,54 @@
-"""Shared test fixtures: an isolated compile cache per test session (tests and doctests), and
-a lasting one for the native tests."""
+"""Shared test fixtures: an isolated compile cache per test session (tests and doctests), shared
+by the session's workers, and a lasting one for the native tests; the Hypothesis profile; the
+grouping of tests on the workers."""
 
 import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings  # its pytest plugin has imported it already, without NumPy
 
 # First, before any test module loads NumPy: the package pins OpenBLAS's kernel, so the tests
 # see the bits the committed data were computed with (reduced_odes._blas).
 import reduced_odes  # noqa: F401
 
+#: Hypothesis everywhere (a test's own ``@settings`` override what it names): the same
+#: examples on every run (derandomised, no example database), no clock (no deadline), and
+#: a failure reported once, for the first bug found, instead of shrinking each of several.
+settings.register_profile("suite", derandomize=True, database=None, deadline=None,
+                          report_multiple_bugs=False, print_blob=False)
+settings.load_profile("suite")
+
+
+def session_cache(base: Path) -> Path:
+    """The session's compile cache under ``base``, the session's base temporary directory.
+
+    With pytest-xdist each worker has its own base directory inside the controller's
+    (``.../pytest-N/popen-gw0``): the cache goes beside them, in the controller's, so that
+    the workers derive each system once between them (the cache's writes are atomic and a
+    derivation is done under a lock, ``reduced_odes._compile``).
+    """
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    cache = shared / "compile-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory):
     mp = pytest.MonkeyPatch()
-    mp.setenv("REDUCED_ODES_CACHE", str(tmp_path_factory.mktemp("cache")))
+    mp.setenv("REDUCED_ODES_CACHE", str(session_cache(tmp_path_factory.getbasetemp())))
     yield
     mp.undo()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Keep a module's tests on one worker where they share a module-scoped fixture (under
+    ``--dist loadgroup``): computed once, not once per worker."""
+    for item in items:
+        definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        if any(d and d[-1].scope == "module" for d in definitions.values()):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(scope="module")

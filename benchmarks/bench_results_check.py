@@ -37,7 +37,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
 
-    from reduced_odes._sweep import read_results, results_line
+    from reduced_odes._results import results_line
+    from reduced_odes._results_file import read_results
 
     print(f"{'file':50s} {'lines':>5s} {'bytes':>6s}  write: plain checked   read: plain "
           f"verified  (us per line)")
@@ -53,8 +54,8 @@ def main() -> None:
 
 def _costs(records: list[dict], repeat: int) -> dict[str, float]:
     """Seconds to write and to read ``records`` as lines, without and with the checks."""
-    from reduced_odes._results import dumps_record, loads_record
-    from reduced_odes._sweep import _record, results_line
+    from reduced_odes._results import dumps_record, loads_record, results_line
+    from reduced_odes._results import parse_results_line as _record
 
     plain = [dumps_record(r) for r in records]
     checked = [results_line(r).rstrip("\n").encode() for r in records]

@@ -24,7 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def _sweep(settings, path: Path, workers: int) -> tuple[float, dict]:
-    from reduced_odes._sweep import read_results, run_sweep
+    from reduced_odes._results_file import read_results
+    from reduced_odes._sweep import run_sweep
     from reduced_odes._sweep_command import solve_setting
 
     start = time.perf_counter()
@@ -40,7 +41,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import reduced_odes._sweep as sweep
-    from reduced_odes._sweep import load_grid
+    from reduced_odes._grid import load_grid
     from reduced_odes._sweep_command import solve_setting
 
     settings = load_grid(ROOT / "benchmarks" / "grid_1000.toml")[:args.limit]

@@ -1,525 +1,55 @@
-"""Gaussian expectations of products of activations, and the activation registry.
+"""The activation registry: each activation declared once, by a SymPy expression.
 
-For a centred Gaussian vector ``x`` with a (symbolic) covariance ``C``, the
-expectation of a product of single-variable factors -- polynomials,
-``exp(quadratic form)``, ``erf(c x)``, ``Heaviside(x)``, ``Max(0, x)`` and
-``DiracDelta(x)`` -- is derived by four generic rules, applied until none is left:
+Everything else is derived from the declaration: its derivatives (SymPy), its
+NumPy forms (:attr:`Activation.numeric`, :attr:`Activation.numeric_derivative`,
+:meth:`Activation.numeric_order`), the straight-line ``math`` source of any
+derivative (:meth:`Activation.scalar_source`, which numba compiles), and whether
+its Gaussian kernels can be computed to the stated accuracy by the numerical
+rule of :mod:`reduced_odes._quadrature` (a smooth expression, and the distance
+of its nearest complex singularity from the real axis, which sets the step).
 
-* Gaussian tilting: ``E[exp(x^T A x / 2) F] = det(I - C_SS A_SS)^{-1/2} E'[F]``
-  with ``C' = C + C[:, S] A_SS (I - C_SS A_SS)^{-1} C[S, :]``, ``S`` the
-  variables the exponent involves (only an ``|S| x |S|`` inverse);
-* conditioning: ``E[delta(x_j) F] = p_j(0) E[F | x_j = 0]``, the conditional
-  covariance being the Schur complement;
-* Stein's lemma: ``E[x_j F] = sum_m C_jm E[d_m F]`` (``erf'`` is a Gaussian
-  factor, ``Max(0, x)' = Heaviside(x)``, ``Heaviside' = DiracDelta``);
-* what is left is a product of ``erf`` and ``Heaviside`` factors.  With
-  ``Heaviside(x) = (1 + sign(x)) / 2`` every factor is odd, so a product of an
-  odd number of them vanishes, and a pair is given by Price's theorem,
-  ``d/dC_12 E[f(x_1) h(x_2)] = E[f'(x_1) h'(x_2)]``, the right side being derived
-  by the rules above and integrated by SymPy from ``C_12 = 0``.  Four or more
-  such factors have no closed form and raise :class:`DerivationError`.
-
-Every variance and determinant the rules divide by is carried as a positive
-symbol while deriving, so that square roots of ratios split; the symbols are
-replaced by what they stand for at the end.
+Built in: ``erf`` (``erf(u/sqrt(2))``), ``relu``, ``linear``, ``tanh``,
+``sigmoid`` (logistic), ``gelu`` (``u Phi(u)``), ``softplus``, ``silu``
+(``u sigmoid(u)``) and the probabilists' Hermite polynomials ``he1`` ... ``he6``.
+Users add their own with :func:`register_activation`.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from functools import cache
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import sympy as sp
-from scipy import special
 
 from ._errors import DerivationError
 
-__all__ = ["ACTIVATIONS", "Activation", "GaussianExpectation", "activation", "expectation",
-           "has_activation"]
-
-STEP = "gaussian expectation"
-SUPPORTED = (
-    "supported factors of a single variable x (c a constant of known sign): polynomials, "
-    "exp(quadratic form without linear terms), erf(c*x), Heaviside(c*x), Max(0, c*x) and "
-    "DiracDelta(c*x); after Stein's lemma, tilting and conditioning at most two erf/Heaviside "
-    "factors may remain in a product (three only if their product is odd)"
-)
-
-
-@dataclass(frozen=True)
-class GaussianExpectation:
-    """An expectation together with its domain of validity.
-
-    Attributes
-    ----------
-    value : sympy.Expr
-        The closed form.
-    conditions : tuple of sympy.Boolean
-        Strict inequalities (leading principal minors of ``I - A`` positive)
-        that must all hold for the expectation to be finite.
-
-    Examples
-    --------
-    >>> a = sp.Symbol("a")
-    >>> e = GaussianExpectation(1 / sp.sqrt(1 - a**2), (1 - a**2 > 0,))
-    >>> e.holds_at({a: 0.5}), e.holds_at({a: 2})
-    (True, False)
-    """
-
-    value: sp.Expr
-    conditions: tuple[sp.Basic, ...]
-
-    def holds_at(self, subs: dict) -> bool:
-        """Whether every condition holds after substituting ``subs``."""
-        return all(bool(cond.subs(subs)) for cond in self.conditions)
-
-
-def _unsupported(detail: str) -> DerivationError:
-    return DerivationError(STEP, f"{detail}; {SUPPORTED}")
-
-
-class _NoClosedForm(Exception):
-    """A product of this many (an even number >= 4) erf/sign factors remained."""
-
-
-# --------------------------------------------------------------------------- parsing
-
-
-@dataclass(frozen=True)
-class _Factor:
-    """What multiplies one variable ``x``: ``x^power H(x)^step prod erf(s x) delta(x)^delta``."""
-
-    power: int = 0
-    step: bool = False
-    erfs: tuple[sp.Expr, ...] = ()  # the positive scales s of erf(s x), sorted
-    delta: bool = False
-
-    @property
-    def trivial(self) -> bool:
-        return self == _Factor()
-
-
-def has_activation(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> bool:
-    """Whether ``expr`` applies a function other than ``exp`` to one of ``variables``.
-
-    Examples
-    --------
-    >>> x, a = sp.symbols("x a")
-    >>> has_activation(x**2 * sp.exp(-x**2), [x]), has_activation(sp.erf(a) * sp.erf(x), [x])
-    (False, True)
-    """
-    names = set(variables)
-    return any(not isinstance(f, sp.exp) and f.free_symbols & names
-               for f in sp.sympify(expr).atoms(sp.core.function.Application))
-
-
-def _scale(arg: sp.Expr, names: set[sp.Symbol], what: str) -> tuple[sp.Expr, sp.Symbol]:
-    """``(c, x)`` with ``arg == c * x``; ``c`` free of the variables and of known sign."""
-    inside = arg.free_symbols & names
-    if len(inside) != 1:
-        raise _unsupported(f"{what}: argument {arg} is not a multiple of a single variable")
-    x = inside.pop()
-    c = sp.cancel(arg / x)
-    if c.free_symbols & names or not (c.is_positive or c.is_negative):
-        raise _unsupported(f"{what}: argument {arg} is not c*{x} with c of known sign "
-                           "(declare its symbols positive)")
-    return c, x
-
-
-def _normalise(expr: sp.Expr, names: set[sp.Symbol]) -> sp.Expr:
-    """Rewrite every activation as ``erf(s x)`` (s > 0), ``Heaviside(x)``, ``DiracDelta(x)``."""
-
-    def relu(*args):
-        if len(args) != 2 or sp.S.Zero not in args:
-            raise _unsupported(f"Max{args}: only Max(0, c*x) is supported")
-        arg = args[1] if args[0] == 0 else args[0]
-        return arg * sp.Heaviside(arg)
-
-    def step(arg, *_):  # the value at 0 does not change an expectation
-        c, x = _scale(arg, names, "Heaviside")
-        return sp.Heaviside(x) if c.is_positive else 1 - sp.Heaviside(x)
-
-    def delta(arg, *order):
-        if order and order[0] != 0:
-            raise _unsupported(f"DiracDelta({arg}, {order[0]}): derivatives of delta")
-        c, x = _scale(arg, names, "DiracDelta")
-        return sp.DiracDelta(x) / abs(c)
-
-    def erf(arg):
-        c, x = _scale(arg, names, "erf")
-        return sp.erf(c * x) if c.is_positive else -sp.erf(-c * x)
-
-    expr = expr.replace(lambda e: isinstance(e, sp.Max) and e.has(*names),
-                        lambda e: relu(*e.args))
-    for cls, rule in ((sp.Heaviside, step), (sp.DiracDelta, delta), (sp.erf, erf)):
-        expr = expr.replace(lambda e, cls=cls: isinstance(e, cls) and e.has(*names),
-                            lambda e, rule=rule: rule(*e.args))
-    for f in expr.atoms(sp.core.function.Application):
-        if f.free_symbols & names and not isinstance(
-                f, sp.exp | sp.erf | sp.Heaviside | sp.DiracDelta):
-            raise _unsupported(f"factor {f}")
-    return expr
-
-
-def _parse_term(term: sp.Expr, xs: Sequence[sp.Symbol]):
-    """``term == coefficient * exp(x^T A x / 2) * prod_j factor_j(x_j)``: the parts."""
-    index = {x: i for i, x in enumerate(xs)}
-    factors = [_Factor() for _ in xs]
-    coefficient, exponent = sp.Integer(1), sp.Integer(0)
-    for f in sp.Mul.make_args(term):
-        base, power = f.as_base_exp()
-        if not f.has(*xs):
-            coefficient *= f
-        elif isinstance(base, sp.exp) or base == sp.E:
-            exponent += (base.args[0] if isinstance(base, sp.exp) else 1) * power
-        elif not (power.is_Integer and power > 0):
-            raise _unsupported(f"factor {f}")
-        elif base in index:
-            i = index[base]
-            factors[i] = replace(factors[i], power=factors[i].power + int(power))
-        elif isinstance(base, sp.Heaviside):
-            i = index[base.args[0]]
-            factors[i] = replace(factors[i], step=True)
-        elif isinstance(base, sp.erf):
-            s, x = _scale(base.args[0], set(xs), "erf")
-            i = index[x]
-            factors[i] = replace(factors[i], erfs=_sorted((*factors[i].erfs, *[s] * int(power))))
-        elif isinstance(base, sp.DiracDelta) and power == 1:  # SymPy collects delta^2
-            i = index[base.args[0]]
-            factors[i] = replace(factors[i], delta=True)
-        else:
-            raise _unsupported(f"factor {f}")
-    return coefficient, tuple(factors), *_quadratic(exponent, xs)
-
-
-def _sorted(scales) -> tuple[sp.Expr, ...]:
-    return tuple(sorted(scales, key=sp.default_sort_key))
-
-
-def _quadratic(exponent: sp.Expr, xs: Sequence[sp.Symbol]) -> tuple[sp.ImmutableMatrix, sp.Expr]:
-    """``(A, c)`` with ``exponent == x^T A x / 2 + c``; linear terms are not supported."""
-    n = len(xs)
-    if exponent == 0:
-        return sp.ImmutableMatrix.zeros(n, n), sp.Integer(0)
-    try:
-        poly = sp.Poly(sp.expand(exponent), *xs)
-    except sp.PolynomialError:
-        poly = None
-    if poly is None or poly.total_degree() > 2 or any(sum(m) == 1 for m in poly.monoms()):
-        raise _unsupported(f"exp({exponent}): the exponent is not a quadratic form in {list(xs)}")
-    zero = dict.fromkeys(xs, 0)
-    return sp.ImmutableMatrix(sp.hessian(exponent, xs)), sp.expand(exponent.xreplace(zero))
-
-
-# --------------------------------------------------------------------------- the rules
-
-
-def _tidy(expr: sp.Expr) -> sp.Expr:
-    """Combine the bases of square roots so that positive factors split off them."""
-    return expr.replace(
-        lambda e: e.is_Pow and e.exp.is_Rational and not e.exp.is_Integer and e.base.has(sp.Add),
-        lambda e: sp.Pow(sp.together(e.base), e.exp))
-
-
-def _drop(matrix: sp.ImmutableMatrix, keep: Sequence[int]) -> sp.ImmutableMatrix:
-    return sp.ImmutableMatrix(matrix.extract(list(keep), list(keep)))
-
-
-def _symmetric(n: int, entry: Callable[[int, int], sp.Expr]) -> sp.ImmutableMatrix:
-    """The symmetric matrix with the given upper triangle (one expression per pair)."""
-    upper = {(i, k): entry(i, k) for i in range(n) for k in range(i, n)}
-    return sp.ImmutableMatrix(n, n, lambda i, k: upper[min(i, k), max(i, k)])
-
-
-class _Derivation:
-    """One expectation's derivation: the positive symbols it introduced, and a memo."""
-
-    def __init__(self) -> None:
-        self.stands_for: dict[sp.Dummy, sp.Expr] = {}
-        self.conditions: list[sp.Basic] = []
-        self.memo: dict = {}
-
-    def positive(self, expr: sp.Expr, name: str) -> sp.Expr:
-        """``expr`` itself if SymPy knows it is positive, else a positive symbol for it."""
-        if expr.is_positive:
-            return expr
-        symbol = sp.Dummy(name, positive=True)
-        self.stands_for[symbol] = expr
-        return symbol
-
-    def resolve(self, expr: sp.Expr) -> sp.Expr:
-        """Replace the positive symbols by what they stand for, newest first."""
-        expr = _tidy(expr)
-        for symbol in reversed(list(self.stands_for)):
-            expr = _tidy(expr.xreplace({symbol: self.stands_for[symbol]}))
-        return expr
-
-    def expect(self, factors: tuple[_Factor, ...], A: sp.ImmutableMatrix,
-               C: sp.ImmutableMatrix) -> sp.Expr:
-        """``E[exp(x^T A x / 2) prod_j factor_j(x_j)]`` for ``x ~ N(0, C)``."""
-        keep = [i for i, f in enumerate(factors) if not f.trivial or any(A.row(i))]
-        if len(keep) < len(factors):  # marginalise the variables nothing depends on
-            factors, A, C = tuple(factors[i] for i in keep), _drop(A, keep), _drop(C, keep)
-        if not any(f.step for f in factors) and sum(f.power + len(f.erfs) for f in factors) % 2:
-            return sp.Integer(0)  # odd under x -> -x
-        key = (factors, A, C)
-        if key not in self.memo:
-            if any(A):
-                self.memo[key] = self._tilt(factors, A, C)
-            elif any(f.delta for f in factors):
-                self.memo[key] = self._condition(factors, C)
-            elif any(f.power for f in factors):
-                self.memo[key] = self._stein(factors, C)
-            else:
-                self.memo[key] = self._odd_factors(factors, C)
-        return self.memo[key]
-
-    def _tilt(self, factors, A, C) -> sp.Expr:
-        S = [i for i in range(A.rows) if any(A.row(i))]
-        A_SS, C_S = A.extract(S, S), C.extract(S, list(range(C.rows)))
-        M = sp.eye(len(S)) - C.extract(S, S) * A_SS
-        self._convergence(A_SS, C.extract(S, S))
-        det = self.positive(sp.expand(M.det()), "det")
-        correction = C_S.T * A_SS * M.adjugate() * C_S
-        tilted = _symmetric(C.rows, lambda i, k: sp.expand(det * C[i, k] + correction[i, k]) / det)
-        zero = sp.ImmutableMatrix.zeros(A.rows, A.cols)
-        return self.expect(factors, zero, tilted) / sp.sqrt(det)
-
-    def _convergence(self, A_SS: sp.Matrix, C_SS: sp.Matrix) -> None:
-        """Finite iff ``C_SS^{-1} - A_SS`` (congruent to ``C_SS - C_SS A_SS C_SS``) is > 0."""
-        if A_SS.is_diagonal() and all(d.is_nonpositive for d in A_SS.diagonal()):
-            return  # a Gaussian damping factor: always finite
-        M = C_SS - C_SS * A_SS * C_SS
-        for k in range(1, M.rows + 1):
-            minor = sp.expand(M[:k, :k].det())
-            cond = sp.StrictGreaterThan(minor, 0)
-            if cond is sp.false:
-                raise ValueError(f"expectation diverges: minor {minor} <= 0")
-            if cond is not sp.true:
-                self.conditions.append(cond)
-
-    def _condition(self, factors, C) -> sp.Expr:
-        j = next(i for i, f in enumerate(factors) if f.delta)
-        here = factors[j]
-        if here.power or here.erfs:
-            return sp.Integer(0)  # x^k and erf vanish at x = 0
-        if here.step:
-            raise _unsupported("DiracDelta(x)*Heaviside(x): the value of Heaviside at 0 "
-                               "is a convention, not an expectation")
-        variance = self.positive(C[j, j], "var")
-        rest = [i for i in range(C.rows) if i != j]
-        schur = _symmetric(len(rest), lambda i, k: sp.expand(
-            variance * C[rest[i], rest[k]] - C[rest[i], j] * C[j, rest[k]]) / variance)
-        zero = sp.ImmutableMatrix.zeros(len(rest), len(rest))
-        density = 1 / sp.sqrt(2 * sp.pi * variance)
-        return density * self.expect(tuple(factors[i] for i in rest), zero, schur)
-
-    def _stein(self, factors, C) -> sp.Expr:
-        j = next(i for i, f in enumerate(factors) if f.power)
-        factors = list(factors)
-        factors[j] = replace(factors[j], power=factors[j].power - 1)
-        total = sp.Integer(0)
-        for m in range(C.rows):
-            if C[j, m] == 0:
-                continue
-            for coefficient, derived, exponent in _derivatives(factors[m]):
-                new = (*factors[:m], derived, *factors[m + 1:])
-                A = sp.ImmutableMatrix(C.rows, C.cols,
-                                       lambda i, k, m=m, e=exponent: e if i == k == m else 0)
-                total += C[j, m] * coefficient * self.expect(new, A, C)
-        return total
-
-    def _odd_factors(self, factors, C) -> sp.Expr:
-        """``E[prod erf(s x_i) H(x_j)]`` with ``H = (1 + sign) / 2``, by parity and Price."""
-        erfs = [("erf", s, i) for i, f in enumerate(factors) for s in f.erfs]
-        steps = [i for i, f in enumerate(factors) if f.step]
-        total = sp.Integer(0)
-        for signs in itertools.product((False, True), repeat=len(steps)):
-            atoms = erfs + [("sign", sp.Integer(1), i) for i, on in zip(steps, signs, strict=True)
-                            if on]
-            weight = sp.Rational(1, 2 ** len(steps))
-            if len(atoms) == 0:
-                total += weight
-            elif len(atoms) == 2:
-                total += weight * _pair(atoms, C)
-            elif len(atoms) % 2 == 0:
-                raise _NoClosedForm(len(atoms))
-        return total
-
-
-def _derivatives(factor: _Factor):
-    """``d/dx factor(x)`` as ``(coefficient, factor, added exponent)``: ``exp(e x^2 / 2)``."""
-    if factor.power:
-        yield factor.power, replace(factor, power=factor.power - 1), 0
-    if factor.step and not factor.power:  # x^k delta(x) = 0 for k > 0
-        yield 1, replace(factor, step=False, delta=True), 0
-    for s in dict.fromkeys(factor.erfs):
-        rest = list(factor.erfs)
-        rest.remove(s)
-        yield (factor.erfs.count(s) * 2 * s / sp.sqrt(sp.pi),
-               replace(factor, erfs=tuple(rest)), -2 * s**2)
-
-
-# --------------------------------------------------------------------------- Price's theorem
-
-_a, _b = sp.symbols("a b", positive=True)
-_c = sp.Symbol("c", real=True)
-_s1, _s2 = sp.symbols("s1 s2", positive=True)
-
-
-def _pair(atoms, C) -> sp.Expr:
-    """``E[f(x_i) h(x_j)]`` for two odd factors (the same variable allowed)."""
-    (kind1, s1, i), (kind2, s2, j) = sorted(atoms, key=lambda a: a[0])
-    formula = _pair_formula(kind1, kind2)
-    return formula.xreplace({_a: C[i, i], _b: C[j, j], _c: C[i, j], _s1: s1, _s2: s2})
-
-
-@cache
-def _pair_formula(kind1: str, kind2: str) -> sp.Expr:
-    """``E[f(x) h(y)]``, ``f, h`` in {erf(s x), sign(x)}, covariance ``[[a, c], [c, b]]``.
-
-    Price's theorem: ``d/dc E[f h] = E[f' h']``; at ``c = 0`` the expectation
-    factorises into ``E[f] E[h] = 0`` (both odd).
-    """
-    t = sp.Dummy("t", real=True)
-    coefficient, factors, exponents = sp.Integer(1), [], []
-    for kind, s in ((kind1, _s1), (kind2, _s2)):
-        if kind == "erf":  # erf(s x)' = 2 s exp(-s^2 x^2) / sqrt(pi)
-            coefficient *= 2 * s / sp.sqrt(sp.pi)
-            factors.append(_Factor())
-            exponents.append(-2 * s**2)
-        else:  # sign(x)' = 2 delta(x)
-            coefficient *= 2
-            factors.append(_Factor(delta=True))
-            exponents.append(0)
-    derivation = _Derivation()
-    derivative = derivation.resolve(coefficient * derivation.expect(
-        tuple(factors), sp.ImmutableMatrix(sp.diag(*exponents)),
-        sp.ImmutableMatrix([[_a, t], [t, _b]])))
-    at_zero = _one_point(kind1, _s1, _a) * _one_point(kind2, _s2, _b)
-    formula = at_zero + _integrate_from_zero(derivative, t, _c)
-    if sp.simplify(sp.diff(formula, _c) - derivative.xreplace({t: _c})) != 0:
-        raise DerivationError(STEP, f"Price's theorem: {formula} does not integrate {derivative}")
-    return formula
-
-
-def _one_point(kind: str, s: sp.Expr, variance: sp.Expr) -> sp.Expr:
-    """``E[erf(s x)]`` or ``E[sign(x)] = 2 E[Heaviside(x)] - 1`` for ``x ~ N(0, variance)``."""
-    factor = _Factor(erfs=(s,)) if kind == "erf" else _Factor(step=True)
-    value = _Derivation().expect((factor,), sp.ImmutableMatrix([[0]]),
-                                 sp.ImmutableMatrix([[variance]]))
-    return value if kind == "erf" else 2 * value - 1
-
-
-def _integrate_from_zero(integrand: sp.Expr, t: sp.Symbol, upper: sp.Symbol) -> sp.Expr:
-    """``int_0^upper integrand dt`` for ``integrand = K / sqrt(P - Q t^2)``, ``P, Q > 0``.
-
-    SymPy integrates this form cleanly when ``P`` and ``Q`` are positive
-    symbols; ``P``, ``Q`` are then substituted back (factored, for readability).
-    """
-    K, radicand = sp.Integer(1), None
-    for f in sp.Mul.make_args(integrand):
-        if not f.has(t):
-            K *= f
-        elif f.is_Pow and f.exp == sp.Rational(-1, 2) and radicand is None:
-            radicand = f.base
-        else:
-            raise DerivationError(STEP, f"Price's theorem: cannot integrate {integrand} in {t}")
-    poly = sp.Poly(radicand, t)
-    P, Q = poly.coeff_monomial(1), -poly.coeff_monomial(t**2)
-    if poly.degree() != 2 or poly.coeff_monomial(t) != 0 or not (P.is_positive and Q.is_positive):
-        raise DerivationError(STEP, f"Price's theorem: cannot integrate {integrand} in {t}")
-    p, q = sp.symbols("p q", positive=True)
-    primitive = sp.integrate(1 / sp.sqrt(p - q * t**2), (t, 0, upper))
-    return K * primitive.xreplace({p: sp.factor(P), q: sp.factor(Q)})
-
-
-# --------------------------------------------------------------------------- entry point
-
-
-def _covariance(covariance, n: int) -> sp.ImmutableMatrix:
-    if covariance is None:
-        return sp.ImmutableMatrix.eye(n)
-    C = sp.ImmutableMatrix(covariance)
-    if C.shape != (n, n):
-        raise ValueError(f"covariance: shape {C.shape}, expected ({n}, {n}) for {n} variables")
-    if any(sp.expand(C[i, k] - C[k, i]) != 0 for i in range(n) for k in range(i)):
-        raise ValueError(f"covariance: {C.tolist()} is not symmetric")
-    return C
-
-
-def expectation(expr: sp.Expr, variables: Sequence[sp.Symbol], covariance=None):
-    """``E[expr]`` for the centred Gaussian ``variables`` with the given covariance.
-
-    The engine behind :func:`reduced_odes.gaussian_expectation` when a
-    covariance is given or ``expr`` contains activations; see the module
-    docstring for the rules.
-
-    Parameters
-    ----------
-    expr : sympy.Expr
-        A sum of products of the supported factors (see ``SUPPORTED``).
-    variables : sequence of sympy.Symbol
-        The Gaussian variables; every other symbol is a parameter.
-    covariance : sympy.Matrix, optional
-        Their covariance (symbolic entries allowed); the identity if omitted.
-
-    Returns
-    -------
-    GaussianExpectation
-
-    Raises
-    ------
-    DerivationError
-        For a factor outside the supported set, or a product without a closed form.
-
-    Examples
-    --------
-    >>> x, y, a, b, c = sp.symbols("x y a b c")
-    >>> C = sp.Matrix([[a, c], [c, b]])
-    >>> expectation(sp.Heaviside(x) * sp.Heaviside(y), [x, y], C).value
-    asin(c/(sqrt(a)*sqrt(b)))/(2*pi) + 1/4
-    >>> expectation(x * sp.erf(y / sp.sqrt(2)), [x, y], C).value
-    sqrt(2)*c/(sqrt(pi)*sqrt(b + 1))
-    """
-    xs = list(variables)
-    if len(set(xs)) != len(xs):
-        raise ValueError(f"variables: {xs} has repeated entries")
-    C = _covariance(covariance, len(xs))
-    expanded = sp.expand(_normalise(sp.sympify(expr), set(xs)))
-    derivation = _Derivation()
-    total = sp.Integer(0)
-    for term in sp.Add.make_args(expanded):
-        coefficient, factors, A, constant = _parse_term(term, xs)
-        try:
-            total += coefficient * sp.exp(constant) * derivation.expect(factors, A, C)
-        except _NoClosedForm as missing:
-            raise _unsupported(
-                f"E[{term}] has no closed form: Stein's lemma, tilting and conditioning leave "
-                f"a product of {missing.args[0]} factors erf(c*x) or sign(x) = 2*Heaviside(x) - 1"
-            ) from None
-    conditions = tuple(dict.fromkeys(derivation.resolve(c) for c in derivation.conditions))
-    return GaussianExpectation(derivation.resolve(total), conditions)
-
-
-# --------------------------------------------------------------------------- the registry
+__all__ = ["ACTIVATIONS", "Activation", "activation", "register_activation"]
+
+#: The variable every declaration is written in.
+U = sp.Symbol("u", real=True)
+#: Functions that make an activation non-smooth: its numerical kernels would converge slowly.
+_KINKS = (sp.Max, sp.Min, sp.Heaviside, sp.Abs, sp.sign, sp.Piecewise, sp.DiracDelta)
 
 
 @dataclass(frozen=True)
 class Activation:
-    """An activation ``g``: SymPy form for derivations, NumPy forms for simulations.
+    """An activation ``g``: its SymPy declaration and the forms derived from it.
 
     Attributes
     ----------
     name : str
-        ``"erf"``, ``"relu"`` or ``"linear"``.
-    function : callable
-        ``g(u)`` as a SymPy expression.
-    numeric, numeric_derivative : callable
-        ``g`` and ``g'`` on NumPy arrays.
+        The registry key (``--activation NAME``).
+    expression : sympy.Expr
+        ``g(u)`` in the symbol ``u`` (real).
+    singularity : float or None
+        Distance from the real axis of ``g``'s nearest complex singularity (``pi/2`` for
+        ``tanh``; ``None`` for an entire function).  Sets the numerical kernels' step.
+    overrides : tuple of callable
+        NumPy forms of ``g`` and ``g'`` kept bit for bit from earlier releases (``erf``,
+        ``relu``, ``linear``); empty for the forms derived by ``lambdify``.
 
     Examples
     --------
@@ -531,32 +61,154 @@ class Activation:
     Heaviside(u)
     >>> float(g.numeric(np.array([1.0]))[0]) == float(sp.erf(1 / sp.sqrt(2)))
     True
+    >>> round(float(activation("tanh").numeric_order(2)(np.array([0.5]))[0]), 12)
+    -0.726861981384
     """
 
     name: str
-    function: Callable[[sp.Expr], sp.Expr]
-    numeric: Callable[[np.ndarray], np.ndarray]
-    numeric_derivative: Callable[[np.ndarray], np.ndarray]
+    expression: sp.Expr
+    singularity: float | None = None
+    overrides: tuple[Callable, ...] = field(default=(), compare=False)
 
-    def derivative(self, u: sp.Expr) -> sp.Expr:
-        """``g'(u)``, derived by differentiating :attr:`function`."""
-        d = sp.Dummy("u", real=True)
-        return sp.diff(self.function(d), d).xreplace({d: u})
+    def function(self, u: sp.Expr) -> sp.Expr:
+        """``g(u)`` as a SymPy expression."""
+        return self.expression.xreplace({U: u})
+
+    def derivative(self, u: sp.Expr, order: int = 1) -> sp.Expr:
+        """``g^(order)(u)``, derived by differentiating :attr:`expression`."""
+        return self.symbolic_order(order).xreplace({U: u})
+
+    def symbolic_order(self, order: int) -> sp.Expr:
+        """``g^(order)(u)`` in the declaration's symbol ``u``."""
+        return sp.diff(self.expression, U, order) if order else self.expression
+
+    @property
+    def smooth(self) -> bool:
+        """Whether ``g`` has no kink (no ``Max``, ``Heaviside``, ``Abs``, ...)."""
+        return not self.expression.has(*_KINKS)
+
+    @property
+    def numeric(self) -> Callable[[np.ndarray], np.ndarray]:
+        """``g`` on NumPy arrays."""
+        return self.overrides[0] if self.overrides else self.numeric_order(0)
+
+    @property
+    def numeric_derivative(self) -> Callable[[np.ndarray], np.ndarray]:
+        """``g'`` on NumPy arrays."""
+        return self.overrides[1] if self.overrides else self.numeric_order(1)
+
+    def numeric_order(self, order: int) -> Callable[[np.ndarray], np.ndarray]:
+        """``g^(order)`` on NumPy arrays, lambdified from the declaration."""
+        return self._numeric_forms.setdefault(order, _lambdified(self.symbolic_order(order)))
+
+    @cached_property
+    def _numeric_forms(self) -> dict[int, Callable]:
+        return {}
+
+    def scalar_source(self, name: str, order: int = 0) -> str:
+        """Source of ``def name(u): return g^(order)(u)`` in ``math`` only (numba compiles it).
+
+        Examples
+        --------
+        >>> print(activation("tanh").scalar_source("dg", 1))
+        def dg(u):
+            return 1 - math.tanh(u)**2
+        """
+        from sympy.printing.pycode import PythonCodePrinter
+
+        body = PythonCodePrinter({"standard": "python3"}).doprint(self.symbolic_order(order))
+        return f"def {name}(u):\n    return {body}"
 
 
-ACTIVATIONS: dict[str, Activation] = {
-    a.name: a for a in (
-        Activation("erf", lambda u: sp.erf(u / sp.sqrt(2)),
-                   lambda u: special.erf(u / np.sqrt(2)),
-                   lambda u: np.sqrt(2 / np.pi) * np.exp(-np.square(u) / 2)),
-        Activation("relu", lambda u: sp.Max(0, u),
-                   lambda u: np.maximum(u, 0.0),
-                   lambda u: np.where(u > 0, 1.0, 0.0)),
-        Activation("linear", lambda u: u,
-                   lambda u: np.asarray(u, dtype=float),
-                   lambda u: np.ones_like(u, dtype=float)),
+def _lambdified(expression: sp.Expr) -> Callable[[np.ndarray], np.ndarray]:
+    """A NumPy function of ``u``; a constant broadcasts to ``u``'s shape."""
+    function = sp.lambdify(U, expression, modules=["scipy", "numpy"])
+
+    def evaluate(u):
+        u = np.asarray(u, dtype=float)
+        return np.broadcast_to(np.asarray(function(u), dtype=float), u.shape).copy()
+
+    return evaluate
+
+
+def _hermite(k: int) -> Activation:
+    """The probabilists' Hermite polynomial ``He_k``: orthogonal under the standard Gaussian."""
+    return Activation(f"he{k}", sp.expand(sp.hermite_prob(k, U)))
+
+
+def _builtins() -> dict[str, Activation]:
+    sigmoid = 1 / (1 + sp.exp(-U))
+    declared = (
+        Activation("erf", sp.erf(U / sp.sqrt(2)), None, (
+            lambda u: _special().erf(u / np.sqrt(2)),
+            lambda u: np.sqrt(2 / np.pi) * np.exp(-np.square(u) / 2))),
+        Activation("relu", sp.Max(0, U), None, (
+            lambda u: np.maximum(u, 0.0), lambda u: np.where(u > 0, 1.0, 0.0))),
+        Activation("linear", U, None, (
+            lambda u: np.asarray(u, dtype=float), lambda u: np.ones_like(u, dtype=float))),
+        # Poles of tanh at i pi/2; of the logistic function, softplus and SiLU at i pi.
+        Activation("tanh", sp.tanh(U), math.pi / 2),
+        Activation("sigmoid", sigmoid, math.pi),
+        Activation("gelu", U * (1 + sp.erf(U / sp.sqrt(2))) / 2),
+        Activation("softplus", sp.log(1 + sp.exp(U)), math.pi),
+        Activation("silu", U * sigmoid, math.pi),
+        *(_hermite(k) for k in range(1, 7)),
     )
-}
+    return {a.name: a for a in declared}
+
+
+def _special():
+    from scipy import special
+
+    return special
+
+
+ACTIVATIONS: dict[str, Activation] = _builtins()
+
+
+def register_activation(name: str, expression: sp.Expr, *, singularity: float | None = None,
+                        variable: sp.Symbol | None = None) -> Activation:
+    """Declare an activation ``g(u) = expression`` under ``name`` (usable everywhere by name).
+
+    Parameters
+    ----------
+    name : str
+        The new activation's name (not a registered one).
+    expression : sympy.Expr
+        ``g`` in ``variable`` (default the symbol ``u``).
+    singularity : float, optional
+        Distance from the real axis of ``g``'s nearest complex singularity (``None``: entire).
+        Too large a value makes numerical kernels less accurate than stated.
+    variable : sympy.Symbol, optional
+        The variable ``expression`` is written in; default ``u``.
+
+    Returns
+    -------
+    Activation
+
+    Examples
+    --------
+    >>> x = sp.Symbol("x")
+    >>> g = register_activation("cube_tanh", sp.tanh(x)**3, variable=x,
+    ...                         singularity=math.pi / 2)
+    >>> activation("cube_tanh").derivative(sp.Symbol("v"))
+    (3 - 3*tanh(v)**2)*tanh(v)**2
+    >>> del ACTIVATIONS["cube_tanh"]  # (a doctest leaves the registry as it found it)
+    """
+    if not name.isidentifier() or name in ACTIVATIONS:
+        raise DerivationError("activation", f"name {name!r} is not a new identifier; taken: "
+                                            f"{', '.join(sorted(ACTIVATIONS))}")
+    expression = sp.sympify(expression)
+    if variable is not None:
+        expression = expression.xreplace({variable: U})
+    if expression.free_symbols - {U}:
+        raise DerivationError("activation", f"{name}: {expression} has symbols other than "
+                                            f"the variable {variable or U}")
+    if singularity is not None and not singularity > 0:
+        raise DerivationError("activation", f"{name}: singularity={singularity!r}; allowed: "
+                                            f"a positive distance, or None (entire)")
+    ACTIVATIONS[name] = declared = Activation(name, expression, singularity)
+    return declared
 
 
 def activation(name: str) -> Activation:
@@ -566,11 +218,12 @@ def activation(name: str) -> Activation:
     --------
     >>> activation("linear").function(sp.Symbol("u"))
     u
-    >>> activation("tanh")
+    >>> activation("swish")
     Traceback (most recent call last):
     ...
     reduced_odes._errors.DerivationError: derivation step 'activation' failed: \
-unknown activation 'tanh'; allowed: erf, linear, relu
+unknown activation 'swish'; allowed: erf, gelu, he1, he2, he3, he4, he5, he6, linear, \
+relu, sigmoid, silu, softplus, tanh
     """
     if name not in ACTIVATIONS:
         allowed = ", ".join(sorted(ACTIVATIONS))

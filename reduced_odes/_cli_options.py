@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ._cluster import cluster_executor
 from ._params import ParameterError
-from ._sweep import repair_results
+from ._results_file import repair_results
 
 __all__ = ["add_backend_option", "add_executor_options", "add_run_options",
            "check_run_options", "repair_if_asked", "run_executor", "writable"]

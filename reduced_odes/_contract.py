@@ -106,6 +106,44 @@ class SettledRule:
         return {node.id for node in ast.walk(ast.parse(self.expression, mode="eval"))
                 if isinstance(node, ast.Name)}
 
+    def check(self, coordinates: Sequence[str], state_names: Sequence[str],
+              observable_names: Sequence[str], owner: str = "the model") -> None:
+        """A :class:`~reduced_odes.ParameterError` naming the rule and the names it may use,
+        unless the expression parses and reads only ``t``, the coordinates, the
+        observables, its constants, ``abs``, ``min``, ``max`` and ``math``, and no
+        constant is named like a series.
+
+        A state variable integrated in another coordinate (``m`` as ``log_m``) is no name
+        of the rule: the message says how to write it (``math.exp(log_m)``).
+
+        Examples
+        --------
+        >>> SettledRule("abs(m - 1) - 1e-9").check(("log_m",), ("m",), ("loss",))
+        Traceback (most recent call last):
+        ...
+        reduced_odes._params.ParameterError: settled rule ... reads m, integrated as log_m: ...
+        """
+        rule = f"settled rule {self.expression!r} of {owner}"
+        try:
+            read = self.names()
+        except SyntaxError as exc:
+            raise ParameterError(f"{rule} is not a Python expression ({exc.msg})") from None
+        series = {"t", *coordinates, *observable_names}
+        if clash := sorted(set(self.constants) & series):
+            raise ParameterError(f"{rule}: constant(s) {clash} are named like series; "
+                                 f"allowed: names other than t, coordinates and observables")
+        unknown = sorted(read - series - set(self.constants) - {"abs", "min", "max", "math"})
+        if not unknown:
+            return
+        name = unknown[0]
+        how = next((f", integrated as {c}: write math.exp({c})" if c == f"log_{name}" else
+                    f", integrated as {c}: write it in {c}, or declare it an observable"
+                    for s, c in zip(state_names, coordinates, strict=False) if s == name), "")
+        raise ParameterError(
+            f"{rule} reads {', '.join(unknown)}{how}; allowed: t, the coordinates "
+            f"({', '.join(coordinates)}), the observables ({', '.join(observable_names) or 'none'})"
+            f", its constants ({', '.join(self.constants) or 'none'}), abs, min, max, math")
+
     def function(self, coordinates: Sequence[str], observable_names: Sequence[str],
                  observables: Callable | None, args: Sequence[float]
                  ) -> Callable[[float, Sequence[float]], float]:
@@ -374,6 +412,8 @@ class Model(abc.ABC):
     description: ClassVar[str]
     Params: ClassVar[type[Parameters]]
     variants: ClassVar[tuple[str, ...]] = ("default",)
+    #: The variants ``verify`` checks when none is named (None: all of :attr:`variants`).
+    verified_variants: ClassVar[tuple[str, ...] | None] = None
     variant_option: ClassVar[str] = "variant"
     #: Run on for this many times the settling time (late-time rates are resolved there).
     tail: ClassVar[float] = 1.0

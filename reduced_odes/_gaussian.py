@@ -17,7 +17,7 @@ from functools import reduce
 import sympy as sp
 
 # The result type and the rules for activations; ``GaussianExpectation`` is re-exported.
-from ._activations import GaussianExpectation, expectation, has_activation
+from ._expectation import GaussianExpectation, expectation, has_activation
 
 __all__ = ["GaussianExpectation", "gaussian_expectation"]
 
@@ -107,7 +107,7 @@ def gaussian_expectation(
 
     With a ``covariance``, or when ``expr`` contains activations -- ``erf(c*x)``,
     ``Heaviside(x)``, ``Max(0, x)``, ``DiracDelta(x)`` of single variables -- the
-    expectation is derived by :mod:`reduced_odes._activations` (Gaussian
+    expectation is derived by :mod:`reduced_odes._expectation` (Gaussian
     tilting, conditioning, Stein's lemma and Price's theorem); its exponents
     must then be quadratic forms without linear terms.
 
@@ -129,7 +129,7 @@ def gaussian_expectation(
     Raises
     ------
     DerivationError
-        For activations or products outside what :mod:`reduced_odes._activations`
+        For activations or products outside what :mod:`reduced_odes._expectation`
         supports (the message lists what is).
 
     Examples

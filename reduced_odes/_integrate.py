@@ -48,7 +48,8 @@ from ._contract import Model
 from ._cross_check import cross_checked
 from ._driver import assemble
 from ._params import ParameterError, Parameters, SolverConfig
-from ._problem import Problem
+from ._problem import Problem, run_label
+from ._retries import note_retry
 from ._setting import Setting
 from ._steppers import stepper_for
 from ._trajectory import DomainError, SolverStats, Trajectory
@@ -136,6 +137,8 @@ def solve(params_or_setting: Parameters | Setting, /, variant: str | None = None
                           setting.solver.backend, first)
     if setting.solver.cross_check:
         result = cross_checked(result, setting, _solve_on)
+    if result.fallback_reason is not None:  # for a job that sees no trajectory (verify)
+        note_retry(f"{run_label(setting)}: {result.fallback_reason}")
     return result
 
 

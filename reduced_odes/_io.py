@@ -13,11 +13,11 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write", "json_safe", "naming"]
+__all__ = ["atomic_write", "exclusive", "json_safe", "naming"]
 
 
 @contextlib.contextmanager
@@ -45,9 +45,9 @@ def naming(path: str | os.PathLike[str]) -> Iterator[None]:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
-def atomic_write(path: Path, text: str | bytes) -> None:
-    """Write ``text`` (or bytes) to ``path`` whole or not at all (a temporary file, then a
-    rename).
+def atomic_write(path: Path, text: str | bytes | Iterable[bytes]) -> None:
+    """Write ``text`` (or bytes, or an iterable of bytes: written as it is consumed, never
+    held whole) to ``path`` whole or not at all (a temporary file, then a rename).
 
     An OSError (a full disk, a directory that is not writable) names ``path``.
 
@@ -63,16 +63,48 @@ def atomic_write(path: Path, text: str | bytes) -> None:
         _write_then_rename(Path(path), text)
 
 
-def _write_then_rename(path: Path, text: str | bytes) -> None:
+@contextlib.contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """Run the block holding an exclusive lock on the file ``path`` (created if need be),
+    waiting while another process holds it.
+
+    Two processes sharing a cache (a test session's workers, a job's pool) then do one
+    piece of work once: the second waits, and finds the first one's files.  Where no lock
+    can be taken (no ``fcntl``, a directory that is not writable) the block runs unlocked:
+    every write is atomic (:func:`atomic_write`), so the worst is the work done twice.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with exclusive(Path(tempfile.mkdtemp()) / "derive.lock"):
+    ...     "one at a time"
+    'one at a time'
+    """
+    try:
+        import fcntl
+
+        handle = open(path, "a")  # closed below, after the block
+    except (ImportError, OSError):
+        yield
+        return
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes
+        except OSError:
+            pass
+        yield
+
+
+def _write_then_rename(path: Path, text: str | bytes | Iterable[bytes]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)  # an ordinary file's mode, not mkstemp's private 0600
-        binary = isinstance(text, bytes)
+        binary = not isinstance(text, str)
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") \
                 as handle:
-            handle.write(text)
+            handle.writelines([text] if isinstance(text, str | bytes) else text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

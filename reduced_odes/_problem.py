@@ -85,6 +85,13 @@ def _initial_state(model: Model, params, variant: str, initial, system: Compiled
                 f"domain of {model.name} {model.variant_option} {variant!r}: condition "
                 f"{system.domain_labels[worst]} fails (margin {margins[worst]:.3g}); allowed: "
                 f"every condition {', '.join(system.domain_labels)}")
+    if initial is not None:  # the model's own start is its to get right
+        try:
+            start = [float(v) for v in system.state(y0, *args)]
+        except (ValueError, ArithmeticError):  # e.g. a log coordinate's exp overflows: the
+            start = None                       # run fails at once, with its reason
+        if start is not None:
+            model.check_start(params, variant, dict(zip(system.state_names, start, strict=True)))
     return y0
 
 
@@ -148,6 +155,9 @@ class Problem:
         system = load_system(model, variant, structure=model.structure(params))
         args = tuple(float(a) for a in model.parameter_values(params, variant))
         y0 = _initial_state(model, params, variant, setting.initial, system, args)
+        if isinstance(rule := model.settled(params, variant), SettledRule):  # before any step
+            rule.check(system.coordinate_names, system.state_names, system.observable_names,
+                       f"model {model.name!r}")
         label = run_label(setting)
         return cls(system, args, y0, _LazyRule(model, params, variant, system, args),
                    _horizon(model, params, variant, label), float(model.tail), solver.t_end,

@@ -1,14 +1,16 @@
-"""One progress reporter for every long run: a count, elapsed time and ETA on stderr."""
+"""Progress on stderr for every long run: a count, elapsed time and ETA (:class:`Progress`), and
+one long step that cannot be counted, such as a derivation (:class:`Activity`)."""
 
 from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 from datetime import timedelta
 from typing import TextIO
 
-__all__ = ["Progress"]
+__all__ = ["Activity", "Progress"]
 
 
 class Progress:
@@ -78,3 +80,66 @@ class Progress:
     def close(self) -> None:
         """The final line (ending the terminal's rewritten line), if anything was shown."""
         self.update(self.done, self.failed, final=True)
+
+
+class Activity:
+    """One long step that cannot be counted (a derivation: one SymPy computation), shown on
+    stderr while it runs: a line when it starts, a plain line every ``every`` seconds while
+    it goes on (a log shows it is alive), and one when it ends, with the time it took.
+
+    Parameters
+    ----------
+    label : str
+        What is being done, e.g. ``"deriving committee_machine erf[K=2,M=2]"``.
+    show : bool
+        Print at all (the commands pass their ``--progress`` setting).
+    every : float
+        Seconds between the lines while it runs.
+    stream : file, optional
+        Default ``sys.stderr``.
+
+    Examples
+    --------
+    >>> import io
+    >>> out = io.StringIO()
+    >>> with Activity("deriving deep_linear", show=True, stream=out):
+    ...     pass
+    >>> [line.split(" in ")[0] for line in out.getvalue().splitlines()]
+    ['reduced-odes: deriving deep_linear ...', 'reduced-odes: deriving deep_linear: done']
+    """
+
+    def __init__(self, label: str, *, show: bool, every: float = 30.0,
+                 stream: TextIO | None = None):
+        self.label, self.show, self.every = label, show, every
+        self.stream = stream or sys.stderr
+        self.stop = threading.Event()
+        self.start = time.monotonic()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+
+    def _print(self, text: str) -> None:
+        print(f"reduced-odes: {self.label}{text}", file=self.stream, flush=True)
+
+    def note(self, text: str) -> None:
+        """A line about a part of the step that ended (if shown)."""
+        if self.show:
+            print(f"reduced-odes: {text}, elapsed {self._elapsed()}", file=self.stream,
+                  flush=True)
+
+    def _elapsed(self) -> timedelta:
+        return timedelta(seconds=round(time.monotonic() - self.start))
+
+    def _beat(self) -> None:
+        while not self.stop.wait(self.every):
+            self._print(f": still running, elapsed {self._elapsed()}")
+
+    def __enter__(self) -> Activity:
+        if self.show:
+            self._print(" ...")
+            self.thread.start()
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if self.show:
+            self.stop.set()
+            self.thread.join()
+            self._print(f": {'done' if kind is None else 'failed'} in {self._elapsed()}")

@@ -24,7 +24,7 @@ from ._contract import Model
 from ._params import ParameterError, Parameters
 
 __all__ = ["DEFAULT_MODEL", "ENTRY_POINT_GROUP", "get_model", "model_for", "reference",
-           "registered_models"]
+           "registered_models", "registered_names"]
 
 ENTRY_POINT_GROUP = "reduced_odes.models"
 #: The model a command (``--model``) or a grid line without a ``model`` key means.
@@ -50,6 +50,18 @@ def _references() -> dict[str, str]:
     for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(entry.name, entry.value)
     return dict(sorted(found.items()))
+
+
+def registered_names() -> list[str]:
+    """The names of the registered models (built-in, then entry points), sorted; none is
+    imported.
+
+    Examples
+    --------
+    >>> {"deep_linear", "induction_head"} <= set(registered_names())
+    True
+    """
+    return list(_references())
 
 
 def registered_models() -> list[Model]:

@@ -14,12 +14,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._compile import load_system
 from ._errors import EXIT_DIFFERS, EXIT_FAILED, EXIT_OK
 from ._figstyle import parse_formats
 from ._io import atomic_write
+from ._pool import process_pool
+from ._prepare import derive_all, systems
 from ._registry import get_model, registered_models
-from ._results import read_json
-from ._sweep import read_results, results_line
+from ._results import read_json, results_line
+from ._results_file import read_results
 from ._verify import check_grid, verdict, verify
 
 __all__ = ["ATOL", "FIGURE_DIGITS", "RTOL", "differences", "reproduce", "rounded"]
@@ -124,6 +127,7 @@ def reproduce(*, grid: str = "default", results: str | Path = "results",
     """
     models = [get_model(only)] if only else registered_models()
     committed = (Path(figures), Path(derivations))
+    _derive_every_system(models, grid)
     return max(_reproduce_one(model, grid, Path(results), committed, update_committed,
                               backend) for model in models)
 
@@ -151,9 +155,34 @@ def _reproduce_one(model, grid: str, work: Path, committed: tuple[Path, Path], u
     if model.supports("figures"):
         _wrote(model.figures(_directory(work / "figures" / model.name), data,
                              parse_formats("png,pdf")))
+    if not any(model.supports(hook) for hook in ("export_derivations", "claims", "figures")):
+        _say_derived(model)
     if update:
         _update_committed(model, grid, work, committed)
     return status
+
+
+def _say_derived(model) -> None:
+    """The line of a model that supplies nothing to reproduce but its flow, derived and
+    compiled (by :func:`_derive_every_system`)."""
+    shown = "; ".join(f"{variant}: {', '.join(load_system(model, variant).coordinate_names)}"
+                      for variant in model.variants)
+    print(f"{model.name}: flow derived and compiled ({shown}); no derivation export, claims "
+          f"or figures to reproduce")
+
+
+def _derive_every_system(models, grid: str) -> None:
+    """Derive every system the models' grids integrate, several at once on a process pool,
+    before the first model is verified: each derivation is one SymPy computation, and the
+    verifications then start with every system in the cache."""
+    wanted = []
+    for model in models:
+        wanted += systems(model, model.variants)
+        if model.supports("claims") and grid in model.grids:
+            wanted += systems(model, model.variants,
+                              model.verify_settings(grid, list(model.variants))[0])
+    with process_pool(None, len(wanted)) as pool:
+        derive_all(wanted, pool)
 
 
 def _directory(path: Path) -> Path:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ._io import atomic_write, json_safe
 from ._params import ParameterError
 
-__all__ = ["CHECK", "DataFileError", "VerificationError", "dumps_checked", "dumps_record",
-           "loads_checked", "loads_record", "read_json", "trajectory_record", "write_documents",
-           "write_json"]
+__all__ = ["CHECK", "DataFileError", "ResultsFileError", "VerificationError", "digest",
+           "dumps_checked", "dumps_record", "loads_checked", "loads_record", "numbers_merged",
+           "parse_results_line", "read_json", "results_line", "setting_key",
+           "trajectory_record", "write_documents", "write_json"]
 
 #: Key of a record that lists, by JSON pointer, the values stored as ``null`` and why.
 NULL_REASONS = "null_reasons"
@@ -249,6 +251,101 @@ def read_json(path: str | Path) -> dict:
         raise DataFileError(f"data file {str(path)!r} is not valid JSON ({why}; "
                             f"{len(text)} bytes); delete it to have it computed again, "
                             f"or restore it") from None
+
+
+# The results-line format of sweeps: one JSON line per finished setting, keyed by
+# its setting and checked by its checksum.
+
+def setting_key(setting: Mapping[str, Any]) -> str:
+    """Stable key of a setting: sha256 of its JSON with sorted keys (floats via ``repr``).
+
+    Equal numbers give equal keys: a float that equals an integer is written as that integer
+    (``1.0`` as ``1``), so that ``L = 200`` and ``L = 200.0`` are one setting.  A bool is not
+    a number (``true`` is not ``1``).
+
+    Examples
+    --------
+    >>> setting_key({"b": 0.1, "a": 1}) == setting_key({"a": 1, "b": 0.1}) != setting_key({"a": 1})
+    True
+    >>> setting_key({"L": 200.0}) == setting_key({"L": 200}) != setting_key({"L": True})
+    True
+    """
+    return digest(numbers_merged(dict(setting)))
+
+
+#: Types whose JSON is their key's as it is (a bool stays a bool: it is not a number).
+_AS_IS = frozenset({str, int, bool, type(None)})
+
+
+def numbers_merged(value: Any) -> Any:
+    """``value`` with every float that equals an integer as that integer, at any depth."""
+    kind = type(value)
+    if kind in _AS_IS:
+        return value
+    if kind is dict:  # a setting: its plain values without a call each (a key per setting)
+        return {k: v if type(v) in _AS_IS else numbers_merged(v) for k, v in value.items()}
+    if hasattr(value, "tolist") and not isinstance(value, list | tuple | str | float):
+        value = value.tolist()  # a NumPy scalar or array
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        return {k: numbers_merged(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [numbers_merged(v) for v in value]
+    return value
+
+
+def _legacy_key(setting: Mapping[str, Any]) -> str:
+    """The key a line written before :func:`setting_key` merged equal numbers has."""
+    return digest(dict(setting))
+
+
+
+class ResultsFileError(DataFileError):
+    """A results file that is corrupt or not a results file; the message names file and line."""
+
+
+#: The members of a results line (besides ``"null_reasons"`` and ``"check"``).
+_MEMBERS = frozenset({"key", "setting", "result", "error", "metadata"})
+
+
+def parse_results_line(line: bytes) -> dict[str, Any]:
+    """The verified record of one results line: ValueError if it is not one, and
+    :class:`VerificationError` if its checksum or its key does not match.
+
+    A line without a checksum (written by an older version) is verified by its key alone,
+    which may be the older key of its setting, and may have no other members (a changed
+    byte in the name ``"check"`` would otherwise pass); the record returned has the current
+    key.
+    """
+    record, checked = loads_checked(line.decode())  # JSON and UTF-8 errors are ValueErrors
+    setting = record.get("setting")
+    if not isinstance(record.get("key"), str) or not isinstance(setting, dict):
+        raise ValueError("not a sweep record (no 'key' and 'setting')")
+    if not checked and (unknown := sorted(set(record) - _MEMBERS)):  # e.g. "check" misspelt
+        raise VerificationError(f"no checksum, and member(s) {unknown} of no results line")
+    key = setting_key(setting)
+    if record["key"] != key and (checked or record["key"] != _legacy_key(setting)):
+        raise VerificationError("its key is not its setting's")
+    record["key"] = key
+    return record
+
+
+
+def results_line(record: Mapping[str, Any]) -> str:
+    """The results line of ``record`` (its ``setting``, ``result`` or ``error``, and any
+    further members) with its newline: the key computed from the setting first, the
+    checksum last.
+
+    Examples
+    --------
+    >>> line = results_line({"setting": {"x": 1.0}, "result": {"y": 2}})
+    >>> line.startswith('{"key": "' + setting_key({"x": 1}) + '", "setting": {"x": 1.0}')
+    True
+    """
+    members = {k: v for k, v in record.items() if k not in ("key", CHECK)}
+    return dumps_checked({"key": setting_key(record["setting"])} | members) + "\n"
+
 
 
 def render_documents(stem: str, title: str, intro: str, sections, named, *,

@@ -1,6 +1,6 @@
 """``reduced-odes sweep``: :func:`~reduced_odes.solve` over a TOML grid, resumably.
 
-Each setting of the grid (see :func:`reduced_odes._sweep.load_grid`) is a table of
+Each setting of the grid (see :func:`reduced_odes._grid.load_grid`) is a table of
 
 * the model's parameters (the fields of ``model.Params``),
 * its variant, under the model's variant option (e.g. ``closure``; default: the
@@ -36,17 +36,21 @@ from ._cli_options import (
     run_executor,
     writable,
 )
+from ._grid import load_grid
 from ._integrate import solve
 from ._params import ParameterError, SolverConfig
 from ._prepare import prepare
 from ._progress import Progress
 from ._provenance import platform_stamp, source_stamp, versions
-from ._registry import get_model, reference
+from ._registry import get_model, reference, registered_names
 from ._setting import Setting, allowed_keys
-from ._sweep import load_grid, run_sweep
+from ._sweep import run_sweep
 
 __all__ = ["HELP", "add_arguments", "run", "solve_setting"]
 
+#: Seconds of checking a grid before its progress is shown (then the error of a bad setting
+#: found later is the last line on stderr, after the progress lines).
+CHECK_QUIET_SECONDS = 2.0
 HELP = "solve every setting of a TOML grid, in parallel, resumably (one JSON line each)"
 
 
@@ -105,10 +109,10 @@ def _grid_settings(args: argparse.Namespace, model) -> tuple[list[dict[str, Any]
     defaults = {"model": ref, model.variant_option: args.variant, "backend": backend}
     for i, setting in enumerate(settings):  # in place: a large grid is not held twice
         settings[i] = defaults | setting | {"model": ref}
-    # On a terminal only: read by a program, stderr before a bad setting's exit 2 must hold
-    # that one line alone.
-    report = Progress("checking grid", len(settings), show=args.progress and sys.stderr.isatty(),
-                      quiet=2.0)
+    # On a terminal a line rewritten in place; in a log, plain lines (one per 5% or 30 s).
+    # None in the first seconds: a small grid's exit 2 leaves its error line alone.
+    report = Progress("checking grid", len(settings), show=args.progress,
+                      quiet=CHECK_QUIET_SECONDS)
     try:
         for done, setting in enumerate(settings, 1):
             try:
@@ -124,8 +128,12 @@ def _grid_settings(args: argparse.Namespace, model) -> tuple[list[dict[str, Any]
 
 
 def _check_models(model, ref: str, settings: list[dict[str, Any]]) -> None:
-    """ParameterError unless every ``model`` a grid names is the command's (``--model``),
-    resolved by the same rules; a grid runs one model."""
+    """ParameterError unless every ``model`` a grid names is the command's (``--model``).
+
+    A grid is data: it may name a registered model (built-in or an entry point), or repeat
+    the command's ``--model`` as it was given; a model from a file or a module comes from
+    ``--model`` only.  Nothing a grid names is imported before it passes that check.
+    """
     checked = {model.name, ref}
     for value in {repr(s["model"]): s["model"] for s in settings if "model" in s}.values():
         if not isinstance(value, str):
@@ -133,11 +141,12 @@ def _check_models(model, ref: str, settings: list[dict[str, Any]]) -> None:
                                  f"allowed: {ref!r} (the command's --model) or no model key")
         if value in checked:
             continue
-        try:
-            named = get_model(value)
-        except ParameterError as exc:  # it names no model
-            raise ParameterError(f"grid key {exc}") from None
-        if named is not model and reference(named) != ref:
+        if value not in (names := registered_names()):
+            raise ParameterError(f"grid key model={value!r} is not registered; allowed in a "
+                                 f"grid: {ref!r} (the command's --model) or a registered "
+                                 f"name ({', '.join(names)}); a model from a file or module "
+                                 f"comes from --model only")
+        if get_model(value) is not model:
             raise ParameterError(f"grid key model={value!r} is not the command's model "
                                  f"{ref!r}; allowed: {ref!r} or no model key (one sweep "
                                  f"per model, each with its --model)")

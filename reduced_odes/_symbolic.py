@@ -306,7 +306,8 @@ class Derivation:
         Named expressions in ``state`` (partial losses, eigenvalues, ...).
     domain : tuple of Relational
         Conditions ``lhs > rhs`` in ``state`` and ``parameters`` under which the
-        loss is defined; trajectories must stay inside.
+        loss is defined; trajectories must stay inside.  :func:`gradient_flow` takes
+        ``<``, ``<=``, ``>`` and ``>=`` and stores each as ``>`` (the domain is open).
     identities : tuple of Identity
         What the derivation asserted (conservation laws, reductions, closed forms).
     kernels : str or None
@@ -402,17 +403,40 @@ def _changed(state: Sequence[sp.Symbol], rhs: sp.Matrix,
 
 
 def _conditions(domain: Sequence) -> tuple:
-    """The domain's conditions, less those that hold identically; one that fails is an error."""
+    """The domain's conditions as open conditions ``lhs > rhs`` (:func:`_as_greater`), less
+    those that hold identically; one that fails, or is no inequality, is an error."""
     kept = []
     for condition in domain:
         if condition is sp.true or condition == sp.true:
             continue  # e.g. v > 0 for a positive symbol: nothing to guard
         if condition is sp.false or condition == sp.false:
             raise DerivationError("domain", "a domain condition is identically false")
-        if not isinstance(condition, sp.core.relational.Relational):
-            raise DerivationError("domain", f"{condition} is not a relation lhs > rhs")
-        kept.append(condition)
+        kept.append(_as_greater(condition))
     return tuple(kept)
+
+
+def _as_greater(condition) -> sp.Basic:
+    """``condition`` as the open condition ``a > b`` the compiler guards (margin ``a - b``).
+
+    ``a < b`` is ``b > a``; a non-strict ``a >= b`` (or ``b <= a``) is ``a > b``: a domain
+    is open, its boundary outside (where a loss's logarithm or root is singular).  Any other
+    expression (``Eq``, ``Ne``, ``And``, ``Or``, a symbol) is a :class:`DerivationError`.
+
+    Examples
+    --------
+    >>> m = sp.Symbol("m")
+    >>> [str(_as_greater(c)) for c in (m > 1, m < 1, m >= 1, m <= 1, 1 < m)]
+    ['m > 1', '1 > m', 'm > 1', '1 > m', 'm > 1']
+    """
+    if isinstance(condition, sp.StrictGreaterThan):
+        return condition  # the built-in models' form: kept as it is (the same compiled code)
+    if isinstance(condition, sp.GreaterThan):
+        return sp.StrictGreaterThan(condition.lhs, condition.rhs, evaluate=False)
+    if isinstance(condition, sp.StrictLessThan | sp.LessThan):
+        return sp.StrictGreaterThan(condition.rhs, condition.lhs, evaluate=False)
+    raise DerivationError("domain", f"{condition} ({type(condition).__name__}) is not an "
+                                    f"inequality; allowed: a > b, a >= b, a < b or a <= b "
+                                    f"(several conditions as a list, all of which hold)")
 
 
 #: Symbols declared as order parameters (functions of trained weights, see

@@ -21,7 +21,6 @@ noise terms are kept as :class:`~reduced_odes.Drift` terms that vanish at ``eta 
 
 from __future__ import annotations
 
-import functools
 import itertools
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,9 +28,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from ._activations import activation as _activation
 from ._errors import DerivationError
-from ._gaussian import gaussian_expectation
+from ._kernel_functions import kernel_expression
 from ._symbolic import Drift, declare_order_parameters
 
 __all__ = ["OnlineSGD", "online_sgd_reduction", "pullback_mobility"]
@@ -203,16 +201,10 @@ class _Overlaps:
 Factor = tuple[str, tuple[str, int]]
 
 
-@functools.cache
 def _kernel(activation: str, pattern: tuple[tuple[str, int], ...], size: int) -> sp.Expr:
-    """``E[prod f(u_a)]`` over ``size`` centred Gaussians of covariance ``c_a_b``, derived once."""
-    g = _activation(activation)
-    u = sp.symbols(f"u0:{size}", real=True)
-    covariance = sp.Matrix(size, size, lambda a, b: sp.Symbol(f"c_{min(a, b)}_{max(a, b)}",
-                                                                real=True))
-    forms = {"g": g.function, "dg": g.derivative, "x": lambda v: v}
-    integrand = sp.Mul(*(forms[kind](u[index]) for kind, index in pattern))
-    return gaussian_expectation(integrand, u, covariance=covariance).value
+    """``E[prod f(u_a)]`` over ``size`` centred Gaussians of covariance ``c_a_b``, derived
+    once: a closed form, or numerical kernels (:mod:`reduced_odes._kernel_functions`)."""
+    return kernel_expression(activation, pattern, size)[0]
 
 
 def _expect(activation: str, factors: Sequence[Factor], fields: _Overlaps) -> sp.Expr:

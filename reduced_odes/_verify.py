@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,10 +24,16 @@ from ._params import ParameterError, SolverConfig
 from ._prepare import prepare
 from ._provenance import platform_stamp, source_stamp, versions
 from ._registry import get_model, reference
-from ._sweep import results_line, run_sweep
+from ._results import results_line
+from ._retries import noting_retries
+from ._sweep import run_sweep
 
-__all__ = ["Claim", "VerifyReport", "check_grid", "informative", "measure_task", "verdict",
-           "verify", "worst"]
+__all__ = ["RETRIED", "Claim", "VerifyReport", "check_grid", "informative", "measure_task",
+           "verdict", "verify", "worst"]
+
+#: Key of a raw result that lists the setting's runs retried on another backend or stepper
+#: (present only if one was): one line each, the run and why its first attempt failed.
+RETRIED = "retried"
 
 
 def informative(claim: Claim) -> Claim:
@@ -103,6 +110,9 @@ class VerifyReport:
     metadata: dict = field(default_factory=dict)
     #: The solver settings the trajectories ran with (the backend resolved).
     solver: dict = field(default_factory=lambda: SolverConfig(backend="python").as_dict())
+    #: The settings with a run retried on another backend or stepper: ``{"setting",
+    #: "retries"}`` each (listed under the table, and in the claims file if any).
+    retried: list[dict] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -117,6 +127,12 @@ class VerifyReport:
             verdict = f"({word.lower()}, info)" if c.informative else word
             rows.append(f"| {c.name} | {_fmt(c.predicted)} | {_fmt(c.measured)} | "
                         f"{_fmt(c.error)} | {_fmt(c.tolerance)} | {verdict} |")
+        if self.retried:
+            rows += ["", f"Retried on another backend or stepper: {len(self.retried)} "
+                         f"setting(s) (in the claims file under {RETRIED!r})"]
+            rows += [f"- {row['setting']}: {'; '.join(row['retries'])}"
+                     for row in self.retried[:10]]
+            rows += [f"- and {len(self.retried) - 10} more"] if len(self.retried) > 10 else []
         return "\n".join(rows)
 
     def as_dict(self) -> dict:
@@ -124,7 +140,7 @@ class VerifyReport:
                 "claims": [c.as_dict() for c in self.claims], **self.metadata,
                 "skipped": self.skipped, "files": self.files,
                 "solver": self.solver, "versions": versions(),
-                "platform": platform_stamp()}
+                "platform": platform_stamp(), **({RETRIED: self.retried} if self.retried else {})}
 
 
 def measure_task(setting: Mapping, backend: str = "python") -> dict:
@@ -134,8 +150,9 @@ def measure_task(setting: Mapping, backend: str = "python") -> dict:
     Module level, so that worker processes (and dask) can pickle it by name.
     """
     setting = dict(setting)
-    with preferred_backend(backend):
-        return get_model(setting.pop("model")).measure(setting)
+    with preferred_backend(backend), noting_retries() as retries:
+        measurement = get_model(setting.pop("model")).measure(setting)
+    return {**measurement, RETRIED: retries} if retries else measurement
 
 
 def check_grid(model: Model, grid: str) -> None:
@@ -160,6 +177,11 @@ def check_grid(model: Model, grid: str) -> None:
         raise ParameterError(f"grid={grid!r}; allowed: {', '.join(model.grids)}")
 
 
+def _shown(progress: bool | None) -> bool:
+    """Whether progress goes to stderr: as asked, else only on a terminal."""
+    return sys.stderr.isatty() if progress is None else progress
+
+
 def verify(model, grid: str = "quick", variant: str | None = None,
            out: str | Path | None = None, *, executor=None, max_workers: int | None = None,
            progress: bool | None = None, backend: str = "auto") -> VerifyReport:
@@ -181,7 +203,8 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     max_workers : int, optional
         Processes of the default pool (capped at the cores and the settings).
     progress : bool, optional
-        Progress on stderr (None: only on a terminal).
+        Progress on stderr (None: only on a terminal): a line while each system not yet
+        in the cache is derived, then the count of settings with its ETA (from then on).
     backend : {"auto", "python", "numba"}
         Where the trajectories run; ``auto``: numba when installed and the grid
         is large (:func:`reduced_odes._backend.for_job`), else python.
@@ -201,7 +224,7 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     """
     model = get_model(model)
     check_grid(model, grid)
-    variants = list(model.variants) if variant in (None, "all") else [
+    variants = list(model.verified_variants or model.variants) if variant in (None, "all") else [
         model.resolve_variant(variant)]
     settings, skipped = model.verify_settings(grid, variants)
     backend = for_job(backend, len(settings))
@@ -215,18 +238,22 @@ def verify(model, grid: str = "quick", variant: str | None = None,
                       functools.partial(measure_task, backend=backend), raw,
                       executor=executor, max_workers=max_workers, progress=progress,
                       metadata=metadata,
-                      prepare=lambda pending: prepare(model, variants, backend))
+                      prepare=lambda pending: prepare(model, variants, backend, pending,
+                                                      show=_shown(progress)))
     records = sweep.records
     if len(records) == len(settings):
         # Complete: rewrite in grid order, so the file does not depend on worker timing.
         atomic_write(raw, "".join(results_line(_sorted(r)) for r in records))
-    records = [dict(r) for r in records]
+    retried = [{"setting": r["setting"], "retries": r["result"][RETRIED]} for r in records
+               if RETRIED in r["result"]]
+    records = [{**r, "result": {k: v for k, v in r["result"].items() if k != RETRIED}}
+               for r in records]  # the model's own measurement, as it returned it
     claims = list(model.claims(records, variants))
     extra = model.verify_metadata() if model.supports("verify_metadata") else {}
     report = VerifyReport(model.name, grid, claims, records, skipped,
                           {"raw": str(raw), "claims": str(out_dir / f"verify-{grid}.json"),
                            "table": str(out_dir / f"verify-{grid}.md")}, extra,
-                          metadata["solver"])
+                          metadata["solver"], retried)
     atomic_write(Path(report.files["claims"]), json.dumps(report.as_dict(), indent=2) + "\n")
     atomic_write(Path(report.files["table"]), report.table() + "\n")
     return report

@@ -81,8 +81,11 @@ _PROVISIONAL = {
     # What the test suite checks of a model's committed figures and their data.
     **dict.fromkeys(("CommittedFigures",), "_contract"),
     # Running many settings: the resumable sweep, a process pool, progress on stderr.
-    **dict.fromkeys(("load_grid", "process_pool", "read_results", "run_sweep", "setting_key"),
-                    "_sweep"),
+    **dict.fromkeys(("run_sweep",), "_sweep"),
+    **dict.fromkeys(("load_grid",), "_grid"),
+    **dict.fromkeys(("process_pool",), "_pool"),
+    **dict.fromkeys(("read_results",), "_results_file"),
+    **dict.fromkeys(("setting_key",), "_results"),
     **dict.fromkeys(("Progress",), "_progress"),
     **dict.fromkeys(("first_sample_crossing",), "_crossing"),
     **dict.fromkeys(("t_interval",), "_stats"),

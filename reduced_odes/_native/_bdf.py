@@ -119,7 +119,17 @@ U_TABLES = _u_tables()
 # Float workspace slots, int workspace slots, and the statuses of ``advance``.
 F_T, F_H_ABS, F_BOUND, F_SETTLE, F_T0 = range(5)
 I_ORDER, I_EQUAL, I_NFEV, I_NJEV, I_NLU, I_LU_OK, I_STEPS, I_BLOCK = range(8)
-REACHED, SETTLED, FULL, EDGE, TOO_SMALL, STARTED_SETTLED = range(6)
+REACHED, SETTLED, FULL, EDGE, TOO_SMALL, STARTED_SETTLED, NOT_FINITE, NO_STEP = range(8)
+#: ``_step``'s answer for an accepted step (else one of the failure statuses above).
+ACCEPTED = -1
+#: Trials of one step (rejections and retries) before it fails with ``NO_STEP``: a bound on
+#: ``_step``'s loop that a finite step size never reaches (each rejection shrinks the step
+#: by at least 0.9, and ``0.9**20000`` takes the largest float below the smallest).
+MAX_TRIALS = 20000
+#: Halvings of a bisection in time: 2100 take an interval from the largest float to the
+#: smallest, more than enough for a relative width of 4 eps; the bound holds where
+#: round-off (subnormal times) would keep the width from shrinking.
+BISECTIONS = 2200
 
 #: IEEE results (inf, NaN) where Python would raise, as in the generated system: a trial
 #: state outside the domain makes the integrator retry a smaller step.  For the entry
@@ -297,13 +307,19 @@ def _initial_step(t0, t_bound, rtol, atol, args, fws, iws, ws):
 
 @njit(**_JIT)
 def _start(rtol, atol, args, fws, iws, d, jm, ws):
-    """Initialise at ``(fws[F_T], d[0])``: ``D[1] = h f0``, order 1, the first Jacobian."""
+    """Initialise at ``(fws[F_T], d[0])``: ``D[1] = h f0``, order 1, the first Jacobian;
+    False (nothing set) if the rates or the first step there are not finite (deviation:
+    SciPy would step on with a NaN step size, which no bound on it stops)."""
     t0, n = fws[F_T], _size(d[0])
     for i in range(n):
         ws.y[i] = d[0, i]
     _rates(t0, ws.y, args, ws.f, fws, iws)
     iws[I_NFEV] += 1
+    if not _all_finite(ws.f):
+        return False
     h_abs = _initial_step(t0, fws[F_BOUND], rtol, atol, args, fws, iws, ws)
+    if not (math.isfinite(h_abs) and h_abs > 0.0):
+        return False
     for i in range(n):
         d[1, i] = ws.f[i] * h_abs
         for j in range(2, d.shape[0]):
@@ -313,6 +329,7 @@ def _start(rtol, atol, args, fws, iws, d, jm, ws):
     fws[F_H_ABS] = h_abs
     iws[I_ORDER], iws[I_EQUAL], iws[I_LU_OK] = 1, 0, 0
     _jacobian(t0, ws.y, args, jm, fws, iws, ws.trial)
+    return True
 
 
 #: One native call's scratch arrays, so that no step allocates: vectors of the state's
@@ -402,18 +419,25 @@ def _jacobian(s, y, args, jm, fws, iws, trial):
 
 @njit(**_INLINE)
 def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
-    """One accepted step of SciPy's ``BDF._step_impl``; False if the step became too small."""
+    """One accepted step of SciPy's ``BDF._step_impl``: ``ACCEPTED``, or why none was:
+    ``TOO_SMALL`` (the step size fell below ``min_step``), ``NOT_FINITE`` (it became NaN or
+    infinite; deviation: SciPy's ``h_abs < min_step`` is never true of a NaN, and its loop
+    never ends) or ``NO_STEP`` (``MAX_TRIALS`` trials)."""
     t, t_bound, order, n = fws[F_T], fws[F_BOUND], iws[I_ORDER], _size(d[0])
     min_step = 10 * abs(np.nextafter(t, np.inf) - t)
     h_abs = fws[F_H_ABS]
+    if not math.isfinite(h_abs):
+        return NOT_FINITE
     if h_abs < min_step:
         _change_d(d, order, min_step / h_abs, ws)
         h_abs = min_step
         iws[I_EQUAL] = 0
     current_jac = refresh = False
-    while True:
+    for _trial in range(MAX_TRIALS):
+        if not math.isfinite(h_abs):
+            return NOT_FINITE
         if h_abs < min_step:
-            return False
+            return TOO_SMALL
         t_new = t + h_abs
         if t_new - t_bound > 0:
             t_new = t_bound
@@ -436,7 +460,8 @@ def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
             _jacobian(t_new, ws.y_predict, args, jm, fws, iws, ws.trial)
             iws[I_LU_OK] = 0
             current_jac, refresh = True, False
-        while True:
+        converged, n_iter = False, 0
+        for _attempt in range(2):  # the Jacobian as it is, then once more with a fresh one
             if iws[I_LU_OK] == 0:  # lu <- the LU factors of I - c (dt/ds) J
                 g = c * (fws[F_T0] * math.exp(t_new) if fws[F_T0] > 0.0 else 1.0)
                 for i in range(n):
@@ -471,6 +496,8 @@ def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
             iws[I_EQUAL] = 0
             continue
         break
+    else:
+        return NO_STEP
     iws[I_EQUAL] += 1
     fws[F_T], fws[F_H_ABS] = t_new, h_abs
     for i in range(n):  # SciPy's update of the differences after an accepted step
@@ -480,9 +507,9 @@ def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
         for i in range(n):
             d[j, i] += d[j + 1, i]
     if iws[I_EQUAL] < order + 1:
-        return True
+        return ACCEPTED
     _choose_order(order, error_norm, safety, fws, iws, d, ws)
-    return True
+    return ACCEPTED
 
 
 @njit(**_INLINE)
@@ -509,7 +536,8 @@ def _choose_order(order, error_norm, safety, fws, iws, d, ws):
 def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, ds, limit,
             scratch):
     """Step until ``s`` reaches ``fws[F_BOUND]``, the state settles, the domain edge is
-    crossed, ``limit`` steps are recorded, or the step becomes too small; the status.
+    crossed, ``limit`` steps are recorded, or a step fails (``TOO_SMALL``, ``NOT_FINITE``:
+    also rates that are not finite at the start, ``NO_STEP``); the status.
 
     Steps the system (``iws[I_BLOCK] = -1``) or one block of it in its time ``s``
     (``fws[F_T0]``).  The first call (``iws[I_ORDER] == 0``) starts at
@@ -523,15 +551,17 @@ def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, 
     whole = iws[I_BLOCK] < 0
     newton_tol = max(10 * EPS / rtol, min(0.03, rtol ** 0.5))  # once, as SciPy's __init__
     if iws[I_ORDER] == 0:
-        _start(rtol, atol, args, fws, iws, d, jm, ws)
+        if not _start(rtol, atol, args, fws, iws, d, jm, ws):
+            return NOT_FINITE
         if fws[F_SETTLE] >= 0 and settled_into(fws[F_T], ws.y, args, consts, ws.buffer) <= 0:
             return STARTED_SETTLED
     k = iws[I_STEPS]
     while k + 1 < limit:
         if fws[F_T] >= fws[F_BOUND]:
             return REACHED
-        if not _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
-            return TOO_SMALL
+        stepped = _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws)
+        if stepped != ACCEPTED:
+            return stepped
         k += 1
         iws[I_STEPS] = k
         # As SciPy's dense output: the interpolant in the step size and order chosen for
@@ -656,7 +686,7 @@ def merge(ts, hs, orders, ds, counts, t0s, index, steps, y_steps):
     for b in range(n_blocks):
         heads[b] = _t_of(ts[b, 0], t0s[b])
     m = 0
-    while True:
+    for _ in range(counts.sum() + 1):  # each pass merges at least one block's step
         t = np.inf
         for b in range(n_blocks):
             if pos[b] < counts[b] and heads[b] < t:
@@ -678,6 +708,7 @@ def merge(ts, hs, orders, ds, counts, t0s, index, steps, y_steps):
                                      part)
         steps[m] = t
         m += 1
+    return m
 
 
 @njit(**_JIT)
@@ -827,7 +858,9 @@ def settle_time(a, b, args, consts, ts, hs, orders, ds, counts, t0s, index):
     _state_at(a, ts, hs, orders, ds, counts, t0s, index, y, part, hints)
     if settled_into(a, y, args, consts, buffer) <= 0:
         return a
-    while b - a > 4 * EPS * max(abs(a), abs(b)):
+    for _ in range(BISECTIONS):
+        if not b - a > 4 * EPS * max(abs(a), abs(b)):
+            break
         m = 0.5 * (a + b)
         _state_at(m, ts, hs, orders, ds, counts, t0s, index, y, part, hints)
         if settled_into(m, y, args, consts, buffer) <= 0:

@@ -136,10 +136,13 @@ class _Leg:
         if r.count > _MAX_STEPS:
             raise DomainError(f"native BDF stopped at t={self.times()[-1]:.6g}: more than "
                               f"{_MAX_STEPS} steps; {self.describe()}")
-        if status == self.twin.TOO_SMALL:
+        failures = {self.twin.TOO_SMALL: "the step size became too small",
+                    self.twin.NOT_FINITE: "the rates or the step size are not finite there "
+                                          "(NaN or inf: the flow cannot be evaluated)",
+                    self.twin.NO_STEP: f"no step accepted in {self.twin.MAX_TRIALS} trials"}
+        if status in failures:
             raise DomainError(f"native BDF stopped after the step to t={self.times()[-1]:.6g}:"
-                              f" the step size became too small; last accepted "
-                              f"{self.describe()}")
+                              f" {failures[status]}; last accepted {self.describe()}")
         return int(status)
 
     def describe(self) -> str:

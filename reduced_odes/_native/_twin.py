@@ -86,6 +86,17 @@ def _native_function(node: ast.FunctionDef) -> ast.FunctionDef:
     return node
 
 
+def _numerical_kernels(tree: ast.Module) -> str:
+    """The loop forms of the module's numerical Gaussian kernels (``_native_gk_*``), compiled
+    under the names the generated functions call (their NumPy forms' names)."""
+    kernels = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("_native_gk_"):
+            node.name = node.name[len("_native"):]
+            kernels.append(f"{_DECORATOR}\n{ast.unparse(node)}")
+    return "\n\n".join(kernels)
+
+
 def _kernel_imports(tree: ast.Module) -> tuple[list[str], str]:
     """The twin's kernel bindings, and the kernels modules' sources (for the key)."""
     lines, sources = [], []
@@ -183,8 +194,8 @@ def twin_source(system: CompiledSystem, rule=None) -> tuple[str, str]:
                  if isinstance(node, ast.FunctionDef) and _kept(node.name)]
     n_margins = len(system.domain_labels)
     n_series = max(len(system.state_names), len(system.observable_names) + n_margins, 1)
-    generated = "\n\n".join(f"{_DECORATOR}\n{ast.unparse(ast.fix_missing_locations(f))}"
-                              for f in functions)
+    generated = "\n\n".join([_numerical_kernels(tree), *(
+        f"{_DECORATOR}\n{ast.unparse(ast.fix_missing_locations(f))}" for f in functions)])
     settled = _settled_source(system, rule)
     template = _TEMPLATE.read_text(encoding="utf-8")
     material = "|".join([text, template, kernel_source, numba.__version__, TWIN_VERSION,
@@ -266,7 +277,8 @@ def _compile_scans_aside(path: Path, name: str) -> None:
     _ASIDE[:] = [process for process in _ASIDE if process.poll() is None]
     try:
         _ASIDE.append(subprocess.Popen(
-            [sys.executable, "-m", "reduced_odes._native._precompile", str(path), name],
+            [sys.executable, "-m", "reduced_odes._native._precompile", str(path), name,
+             str(os.getpid())],
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL))
     except OSError:  # e.g. no interpreter to start: this process compiles them all

@@ -27,7 +27,8 @@ from reduced_odes.models.committee_machine.numerics import (
 ACTIVATIONS = {"erf": (lambda u: erf(u / math.sqrt(2)),
                        lambda u: math.sqrt(2 / math.pi) * np.exp(-u**2 / 2)),
                "linear": (lambda u: u, lambda u: np.ones_like(u)),
-               "relu": (lambda u: np.maximum(u, 0.0), lambda u: (u > 0).astype(float))}
+               "relu": (lambda u: np.maximum(u, 0.0), lambda u: (u > 0).astype(float)),
+               "tanh": (np.tanh, lambda u: 1 / np.cosh(u) ** 2)}
 
 
 def _overlaps(K: int, M: int, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -58,6 +59,8 @@ def _sgd_step_rates(activation, K, M, Q, R, eta, noise, N, samples, rng):
 @pytest.mark.parametrize("activation, K, M, eta, noise", [
     ("erf", 2, 2, 0.5, 0.3), ("erf", 2, 1, 0.8, 0.0), ("linear", 2, 1, 0.4, 0.5),
     ("relu", 2, 2, 0.0, 0.0), ("relu", 2, 1, 0.6, 0.4),
+    ("tanh", 2, 2, 0.0, 0.0),  # numerical kernels (2-D), and 3-D ones:
+    pytest.param("tanh", 2, 1, 0.5, 0.3, marks=pytest.mark.slow),
     pytest.param("erf", 3, 2, 0.8, 0.2, marks=pytest.mark.slow)])
 def test_rates_equal_a_monte_carlo_of_one_sgd_step(activation, K, M, eta, noise):
     rng = np.random.default_rng(7)

@@ -18,10 +18,15 @@ pytest.importorskip("distributed", reason="dask.distributed is not installed "
 from _sweep_tasks import slow_square, square  # noqa: E402
 
 from reduced_odes._cluster import cluster_executor  # noqa: E402
+from reduced_odes._grid import expand_grid  # noqa: E402
 from reduced_odes._params import ParameterError  # noqa: E402
-from reduced_odes._sweep import expand_grid, read_results, run_sweep  # noqa: E402
+from reduced_odes._results_file import read_results  # noqa: E402
+from reduced_odes._sweep import run_sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+#: A hang guard only, never a measure of speed (no test depends on the clock): a correct
+#: run takes seconds to minutes even on a loaded machine; a hung one fails within CI's time.
+HANG_GUARD_S = 1800
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +57,12 @@ def test_worker_killed_mid_sweep_loses_and_duplicates_nothing(local, tmp_path):
     path = tmp_path / "killed.jsonl"
     victim = next(iter(local.client.run(os.getpid).values()))
 
+    finished = threading.Event()
+
     def kill_after_first_results():
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        # No clock: it waits for the third line however slow the machine, and gives up only
+        # if the sweep ended first (then the assertion below that the worker died fails).
+        while not finished.is_set():
             if path.exists() and path.read_bytes().count(b"\n") >= 3:
                 os.kill(victim, 9)
                 return
@@ -62,9 +70,12 @@ def test_worker_killed_mid_sweep_loses_and_duplicates_nothing(local, tmp_path):
 
     killer = threading.Thread(target=kill_after_first_results)
     killer.start()
-    report = run_sweep(expand_grid({"x": list(range(30))}), slow_square, path,
-                       executor=local, progress=False)
-    killer.join()
+    try:
+        report = run_sweep(expand_grid({"x": list(range(30))}), slow_square, path,
+                           executor=local, progress=False)
+    finally:
+        finished.set()
+        killer.join()
     lines = read_results(path)
     counts = Counter(r["setting"]["x"] for r in lines if "result" in r)
     assert victim not in local.client.run(os.getpid).values()  # the worker did die
@@ -74,11 +85,11 @@ def test_worker_killed_mid_sweep_loses_and_duplicates_nothing(local, tmp_path):
 
 
 def test_unreachable_scheduler_is_one_line_parameter_error():
-    start = time.monotonic()
+    # No clock here: the client gives up after its own CONNECT_TIMEOUT_S (a slow machine
+    # does not make it fail), before any work.
     with pytest.raises(ParameterError) as info:
         cluster_executor("tcp://127.0.0.1:9")  # port 9 (discard): nothing listens
     assert "\n" not in str(info.value) and "127.0.0.1:9" in str(info.value)
-    assert time.monotonic() - start < 30  # it gives up promptly, before any work
 
 
 def test_malformed_address_is_rejected_before_connecting():
@@ -106,8 +117,8 @@ def test_cli_unreachable_scheduler_exits_2_with_one_line_before_any_work(tmp_pat
             "verify": ["verify", "--grid", "quick", "--out", str(out)],
             "compare": ["compare", "--grid", str(grid), "--out", str(out)]}[command]
     done = subprocess.run([sys.executable, "-m", "reduced_odes", *argv, "--scheduler",
-                           "tcp://127.0.0.1:9"], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                           "tcp://127.0.0.1:9"], capture_output=True, text=True,
+                          timeout=HANG_GUARD_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "scheduler" in lines[0] and "Traceback" not in done.stderr
@@ -119,7 +130,7 @@ def _run_on_pool_and_cluster(argv) -> None:
     for name, extra in (("pool", ["--workers", "2"]),
                         ("cluster", ["--scheduler", "local", "--workers", "2"])):
         done = subprocess.run([sys.executable, "-m", "reduced_odes", *argv(name), *extra],
-                              capture_output=True, text=True, timeout=300,
+                              capture_output=True, text=True, timeout=HANG_GUARD_S,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert done.returncode == 0, (name, done.stderr)
 

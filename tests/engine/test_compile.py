@@ -84,3 +84,48 @@ def test_generated_code_uses_common_subexpressions(tmp_path):
     source = load_system("induction_head", "linear", directory=tmp_path).path.read_text()
     jac_body = source.split("def jac")[1].split("def observables")[0]
     assert "_c0 =" in jac_body and jac_body.count("math.exp(ell)") <= 1
+
+
+def _held_elsewhere(lock) -> bool:
+    """Whether another open file holds ``lock`` (a non-blocking try from here fails)."""
+    import fcntl
+
+    with open(lock, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+def test_a_derivation_holds_the_cache_lock_so_sharers_derive_once(tmp_path, monkeypatch):
+    """Processes sharing a cache (the suite's workers, a job's pool) derive a system once:
+    the derivation runs under a lock beside its index, which a second process waits for
+    before it reads the cache again.  The lock is probed the way a second process would."""
+    from reduced_odes import _compile
+    from reduced_odes.models import get_model
+
+    model = get_model("deep_linear")
+    seen = []
+    real = _compile._derive
+
+    def derive(*args):
+        seen.append([_held_elsewhere(lock) for lock in tmp_path.glob("index-*.lock")])
+        return real(*args)
+
+    monkeypatch.setattr(_compile, "_derive", derive)
+    load_system(model, directory=tmp_path)
+    assert seen == [[True]]  # derived once, its lock held meanwhile
+    assert not _held_elsewhere(next(tmp_path.glob("index-*.lock")))  # released after
+    load_system(model, directory=tmp_path)
+    assert len(seen) == 1
+
+
+def test_a_lock_that_cannot_be_taken_leaves_the_work_unlocked(tmp_path):
+    """No lock (a directory that does not exist, here): the block runs all the same."""
+    from reduced_odes._io import exclusive
+
+    with exclusive(tmp_path / "missing" / "x.lock"):
+        ran = True
+    assert ran

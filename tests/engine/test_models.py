@@ -23,6 +23,9 @@ from reduced_odes import (
 from reduced_odes.models.deep_linear import DeepLinearParams
 
 ROOT = Path(__file__).resolve().parents[2]
+#: A hang guard only, never a measure of speed (no test depends on the clock): a correct
+#: run takes seconds to minutes even on a loaded machine; a hung one fails within CI's time.
+HANG_GUARD_S = 1800
 EXAMPLE = ROOT / "examples" / "incremental_learning.py"
 
 
@@ -30,7 +33,7 @@ def _cli(*args, cwd=ROOT):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     return subprocess.run([sys.executable, "-m", "reduced_odes", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
 
 
 def _t_half(s: float, sigma: float) -> float:
@@ -228,7 +231,7 @@ def _python(code: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=HANG_GUARD_S)
 
 
 HEAVY = ("sympy", "matplotlib", "numba", "scipy")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from reduced_odes import DomainError, ParameterError, SolverConfig, registered_models, solve
@@ -34,7 +34,10 @@ import _ranges  # noqa: E402
 MODELS = registered_models()
 IDS = [m.name for m in MODELS]
 #: Drawn settings per model in the default run: a few, the suite's budget (~10 s a model).
+#: No shrinking: a draw is a whole run (seconds), and shrinking a failure re-ran hundreds
+#: of them (minutes); the failing draw is reported as drawn, with its command line.
 FEW = dict(max_examples=8, deadline=None, derandomize=True, database=None,
+           phases=(Phase.explicit, Phase.reuse, Phase.generate), report_multiple_bugs=False,
            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 MANY = {**FEW, "max_examples": 150, "derandomize": False}
 #: The largest structural integer (K, M) the slow run draws: K = M = 5 derives for minutes.

@@ -22,13 +22,10 @@ if str(HERE) not in sys.path:  # worker processes unpickle the tasks by module n
 
 import _sweep_tasks as tasks  # noqa: E402
 
-from reduced_odes._sweep import (  # noqa: E402
-    expand_grid,
-    load_grid,
-    read_results,
-    run_sweep,
-    setting_key,
-)
+from reduced_odes._grid import expand_grid, load_grid  # noqa: E402
+from reduced_odes._results import setting_key  # noqa: E402
+from reduced_odes._results_file import read_results  # noqa: E402
+from reduced_odes._sweep import run_sweep  # noqa: E402
 
 META = {"versions": {"reduced_odes": "0.1.0"}, "rtol": 1e-10}
 
@@ -199,10 +196,10 @@ def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
         start_new_session=True,  # own process group: killpg reaches the pool's workers too
     )
     try:
-        deadline = time.monotonic() + 60
+        # No clock: it waits for the fourth line however slow the machine; a sweep that
+        # exits without writing them fails here.
         while not (path.exists() and path.read_bytes().count(b"\n") >= 4):
             assert proc.poll() is None, "the sweep subprocess exited early"
-            assert time.monotonic() < deadline, "the sweep subprocess wrote nothing"
             time.sleep(0.01)
     finally:
         with contextlib.suppress(ProcessLookupError):

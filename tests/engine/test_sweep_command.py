@@ -10,11 +10,16 @@ from pathlib import Path
 import pytest
 
 from reduced_odes import solve
-from reduced_odes._sweep import load_grid, read_results, run_sweep
+from reduced_odes._grid import load_grid
+from reduced_odes._results_file import read_results
+from reduced_odes._sweep import run_sweep
 from reduced_odes._sweep_command import solve_setting
 from reduced_odes.models.induction_head import ModelParams
 
 ROOT = Path(__file__).resolve().parents[2]
+#: A hang guard only, never a measure of speed (no test depends on the clock): a correct
+#: run takes seconds to minutes even on a loaded machine; a hung one fails within CI's time.
+HANG_GUARD_S = 1800
 
 GRID = """
 [grid]
@@ -33,7 +38,7 @@ def _cli(*args, cwd):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     return subprocess.run([sys.executable, "-m", "reduced_odes", "sweep", *args], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=HANG_GUARD_S)
 
 
 def test_cli_sweep_writes_one_line_per_setting_and_a_rerun_skips_all(tmp_path):
@@ -113,3 +118,57 @@ def test_python_api_with_an_external_executor(tmp_path):
         again = run_sweep(settings, solve_setting, path, executor=pool, progress=False)
     assert (report.completed, report.failed, again.skipped, again.completed) == (4, 0, 4, 0)
     assert all(json.dumps(r["result"]) for r in report.records)
+
+
+@pytest.mark.parametrize("reference", ["this:s", "{evil}:MODEL"])
+def test_a_grid_file_imports_nothing_it_names(tmp_path, capsys, reference):
+    """Issue 34 defect 6 and item 5: grids are data.  A grid's ``model`` key that is not a
+    registered name (nor the command's ``--model``) is refused in one line, before it is
+    imported: ``this`` prints a poem on import, and the file would leave a marker."""
+    from reduced_odes.cli import EXIT_BAD_INPUT, main
+
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    reference = reference.format(evil=evil)
+    grid = tmp_path / "grid.toml"
+    grid.write_text(f'[grid]\nsigma = 0.01\nmodel = "{reference}"\n')
+    assert "this" not in sys.modules
+    status = main(["sweep", "--model", "deep_linear", "--grid", str(grid), "--out",
+                   str(tmp_path / "r.jsonl"), "--backend", "python", "--no-progress"])
+    captured = capsys.readouterr()
+    err = [line for line in captured.err.splitlines() if line.strip()]
+    assert status == EXIT_BAD_INPUT and len(err) == 1, captured
+    assert f"grid key model={reference!r} is not registered" in err[0]
+    assert "comes from --model only" in err[0]
+    assert "this" not in sys.modules and not marker.exists()
+    assert "Zen" not in captured.out
+
+
+def test_a_log_gets_plain_progress_lines_while_a_grid_is_checked(tmp_path, capsys,
+                                                                 monkeypatch):
+    """Issue 34 defect 17: checking a large grid showed progress on a terminal only, so a
+    log saw nothing for a minute.  Past the quiet seconds (none here, so that the test does
+    not depend on the clock) a log gets plain lines, one per 5%, with no carriage return."""
+    import reduced_odes._sweep_command as command
+    from reduced_odes.cli import main
+
+    class Checked(BaseException):
+        """Raised where the sweep would start: the grid has been checked."""
+
+    def checked(*args, **kwargs):
+        raise Checked
+
+    monkeypatch.setattr(command, "CHECK_QUIET_SECONDS", 0.0, raising=False)
+    monkeypatch.setattr(command, "run_sweep", checked)
+    grid = tmp_path / "grid.toml"
+    grid.write_text("[grid]\ns = [" + ", ".join(str(1 + i / 1000) for i in range(2000))
+                    + "]\nsigma = 0.01\n")
+    with pytest.raises(Checked):
+        main(["sweep", "--model", "deep_linear", "--grid", str(grid), "--out",
+              str(tmp_path / "r.jsonl"), "--backend", "python"])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("checking grid")]
+    assert "\r" not in err  # capsys is no terminal: plain lines
+    assert [line.split(" (")[0] for line in lines] == ["checking grid 1000/2000",
+                                                       "checking grid 2000/2000"], err

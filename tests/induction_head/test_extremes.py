@@ -37,6 +37,9 @@ from reduced_odes.models.induction_head import ModelParams, PhaseThresholds
 from reduced_odes.models.induction_head import kernels as _kernels
 
 ROOT = Path(__file__).resolve().parents[2]
+#: A hang guard only, never a measure of speed (no test depends on the clock): a correct
+#: run takes seconds to minutes even on a loaded machine; a hung one fails within CI's time.
+HANG_GUARD_S = 1800
 mp = mpmath.mp
 CLOSURES = ("linear", "meanfield")
 EDGE = {"linear": 0.5, "meanfield": math.sqrt(0.5)}  # first boundary in w_kq (spec section 5)
@@ -402,7 +405,7 @@ CLI_CASES = [
 
 def _cli_solve(args):
     return subprocess.run([sys.executable, "-m", "reduced_odes", "solve", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
 
 
 def test_cli_bad_input_exits_2_with_one_line_naming_parameter_and_range():

@@ -13,6 +13,10 @@ from spec_reference import spec_rhs
 from reduced_odes import SolverConfig, solve
 from reduced_odes.models.induction_head import ModelParams
 
+#: A hang guard only, never a measure of speed (no test depends on the clock): a correct
+#: run takes seconds to minutes even on a loaded machine; a hung one fails within CI's time.
+HANG_GUARD_S = 1800
+
 PAPER = ModelParams(L=200, alpha=0.5, wstar=0.3, sigma=1e-4)
 
 
@@ -91,7 +95,7 @@ def test_phase_times_are_roots_of_the_dense_output():
 
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "reduced_odes", *args], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=HANG_GUARD_S)
 
 
 def test_cli_solve_json_and_table():

@@ -16,7 +16,14 @@ import math
 
 from reduced_odes.author import CommittedFigures, Crossing, Model, ParameterError, SettledRule
 
-from .params import ACTIVATIONS, CommitteeParams, PhaseLevels, initial_overlaps, overlap_state
+from .params import (
+    ACTIVATIONS,
+    CLOSED_FORM,
+    CommitteeParams,
+    PhaseLevels,
+    initial_overlaps,
+    overlap_state,
+)
 
 __all__ = ["MODEL", "CommitteeMachine"]
 
@@ -30,7 +37,8 @@ class CommitteeMachine(Model):
     Examples
     --------
     >>> MODEL.variants, MODEL.variant_option, MODEL.structural
-    (('erf', 'relu', 'linear'), 'activation', ('K', 'M'))
+    (('erf', 'relu', 'linear', 'tanh', 'sigmoid', 'gelu', 'softplus', 'silu'), 'activation', \
+('K', 'M'))
     """
 
     name = "committee_machine"
@@ -39,6 +47,9 @@ class CommitteeMachine(Model):
     Params = CommitteeParams
     Thresholds = PhaseLevels
     variants = ACTIVATIONS
+    #: ``verify`` checks the closed-form activations (a numerical one's first native
+    #: compile alone would exceed the main job's budget).
+    verified_variants = CLOSED_FORM
     variant_option = "activation"
     structural = ("K", "M")
     phase_order = ("T_plateau", "T_escape")
@@ -58,6 +69,12 @@ class CommitteeMachine(Model):
                                  f"M={params.M}: the learning-rate term (an expectation over "
                                  f"four fields of steps and ReLUs) has no closed form; allowed: "
                                  f"eta = 0 (the limit eta -> 0), or K + M <= 3")
+        if variant not in CLOSED_FORM and params.eta > 0 and params.K + params.M > 3:
+            raise ParameterError(f"eta={params.eta!r} with activation {variant!r} and "
+                                 f"K={params.K}, M={params.M}: the learning-rate term needs "
+                                 f"four-dimensional numerical kernels (~10^7 evaluations each, "
+                                 f"per step); allowed: eta = 0 (the limit eta -> 0), or "
+                                 f"K + M <= 3")
         _check_plateau(params, variant)
 
     def parameter_values(self, params: CommitteeParams, variant: str) -> tuple[float, float]:

@@ -22,11 +22,14 @@ from reduced_odes.author import (
     positive,
 )
 
-__all__ = ["ACTIVATIONS", "CommitteeParams", "PhaseLevels", "initial_overlaps",
+__all__ = ["ACTIVATIONS", "CLOSED_FORM", "CommitteeParams", "PhaseLevels", "initial_overlaps",
            "overlap_state"]
 
-#: The model's variants: the activation of student and teacher alike.
-ACTIVATIONS = ("erf", "relu", "linear")
+#: The activations with closed-form kernels (the verified variants).
+CLOSED_FORM = ("erf", "relu", "linear")
+#: The model's variants: the activation of student and teacher alike; the others' kernels
+#: are numerical (the engine's Gaussian kernels for smooth activations).
+ACTIVATIONS = (*CLOSED_FORM, "tanh", "sigmoid", "gelu", "softplus", "silu")
 
 #: Largest width: every (K, M) derives a system of K(K+1)/2 + K M variables, and the
 #: learning-rate term sums (K + M)^2 four-point kernels per student pair.

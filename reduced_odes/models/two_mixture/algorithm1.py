@@ -7,7 +7,9 @@ event-located by :func:`~reduced_odes.solve`), stage III runs for
 ``stage3_factor`` times the first two stages together (or up to the solver's
 ``t_end``).  The stages are stitched into one :class:`~reduced_odes.Trajectory`
 whose phases hold the stage durations and the crossings ``T1, T2, T3`` of the
-whole run, and whose final values hold the stage-III loss.
+whole run (one that no stage reached is NaN, with its reason in ``unreached``: e.g. T2
+with ``theta_II < theta2``, where stage II stops the attention below ``theta2`` and stage
+III trains the neurons only), and whose final values hold the stage-III loss.
 """
 
 from __future__ import annotations
@@ -114,12 +116,16 @@ def stitch(params: TwoMixtureParams, solver: SolverConfig,
         phases[name] = next((o + s.phases[name] for s, o in zip(stages, offsets[:-1], strict=True)
                              if math.isfinite(s.phases[name])), math.nan)
     first = stages[0]
+    # A crossing no stage reached: the last stage's reason, where the whole run ends.
+    unreached = {name: f"in no stage of Algorithm 1; stage III, from t={offsets[-2]:.6g} "
+                       f"(its own clock here): {stages[-1].unreached.get(name, 'not reached')}"
+                 for name in CROSSINGS if not math.isfinite(phases[name])}
     stats = SolverStats(first.stats.method, solver.rtol, solver.atol,
                         *(sum(getattr(s.stats, f) for s in stages)
                           for f in ("nfev", "njev", "nlu", "steps")))
     return Trajectory(first.model, first.variant, first.variant_option, params, solver, None, t,
                       series, phases, stats, _stitched_dense(stages, offsets), first.system,
-                      system_args=_values(params, first.variant))
+                      unreached, system_args=_values(params, first.variant))
 
 
 def _values(params: TwoMixtureParams, variant: str) -> tuple[float, ...]:
