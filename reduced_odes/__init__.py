@@ -4,11 +4,14 @@ The engine names no model.  A model (:class:`Model`; the built-in ones are in
 :mod:`reduced_odes.models`) declares its state, parameters and loss; the
 engine then runs the pipeline, one module per arrow::
 
-    declaration -> expectations (_gaussian, _positions, _symbolic.mixture_expectation)
+    declaration -> expectations (_gaussian, _expectation, _quadrature, _positions)
     -> gradient flow under a metric, asserted identities, coordinates, Jacobian (_symbolic)
-    -> compiled RHS/Jacobian/observables, cached on disk (_compile)
-    -> trajectory and phase crossings (_integrate, _lsoda, _ivp, _crossing)
-    -> sweeps, claims, derivations, figures (_sweep, _verify, _export, _figstyle)
+    -> compiled RHS/Jacobian/observables, cached on disk (_compile, _codegen)
+    -> a problem, a stepper's run, its trajectory and phase crossings (_problem, the
+       steppers of _steppers: _lsoda, _ivp, _native; _driver, _crossing; _integrate)
+    -> sweeps, claims, derivations, figures (_sweep, _verify, _reproduce, _figstyle)
+
+(docs/architecture.md shows the layers and every module.)
 
 The public API is re-exported here explicitly; every name is imported on first
 use, so integrating from a warm compile cache never imports SymPy.
@@ -75,6 +78,7 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         GaussianExpectation as GaussianExpectation,
         gaussian_expectation as gaussian_expectation,
     )
+    from ._grid import expand_grid as expand_grid, load_grid as load_grid
     from ._integrate import (
         DomainError as DomainError,
         SolverStats as SolverStats,
@@ -109,14 +113,9 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         model_for as model_for,
         registered_models as registered_models,
     )
+    from ._results_file import read_results as read_results
     from ._setting import Setting as Setting
-    from ._sweep import (
-        SweepReport as SweepReport,
-        expand_grid as expand_grid,
-        load_grid as load_grid,
-        read_results as read_results,
-        run_sweep as run_sweep,
-    )
+    from ._sweep import SweepReport as SweepReport, run_sweep as run_sweep
     from ._sweep_command import solve_setting as solve_setting
     from ._symbolic import (
         Block as Block,

@@ -151,6 +151,7 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         GaussianExpectation as GaussianExpectation,
         gaussian_expectation as gaussian_expectation,
     )
+    from reduced_odes._grid import load_grid as load_grid
     from reduced_odes._params import (
         ParameterError as ParameterError,
         Parameters as Parameters,
@@ -162,6 +163,7 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         parameter as parameter,
         positive as positive,
     )
+    from reduced_odes._pool import process_pool as process_pool
     from reduced_odes._positions import (
         Fixed as Fixed,
         Index as Index,
@@ -180,18 +182,14 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     from reduced_odes._results import (
         read_json as read_json,
         render_documents as render_documents,
+        setting_key as setting_key,
         trajectory_record as trajectory_record,
         write_documents as write_documents,
         write_json as write_json,
     )
+    from reduced_odes._results_file import read_results as read_results
     from reduced_odes._stats import t_interval as t_interval
-    from reduced_odes._sweep import (
-        load_grid as load_grid,
-        process_pool as process_pool,
-        read_results as read_results,
-        run_sweep as run_sweep,
-        setting_key as setting_key,
-    )
+    from reduced_odes._sweep import run_sweep as run_sweep
     from reduced_odes._symbolic import (
         Block as Block,
         CoordinateChange as CoordinateChange,

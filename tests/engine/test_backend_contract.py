@@ -191,7 +191,7 @@ def test_backends_agree_or_mark_on_drawn_settings(data):
 # -- retry -----------------------------------------------------------------------------
 @needs_numba
 @pytest.mark.parametrize("failing, module, message", [
-    ("numba", "reduced_odes._native._solve", "native BDF stopped"),
+    ("numba", "reduced_odes._native._legs", "native BDF stopped"),
     ("python", "reduced_odes._lsoda", "LSODA stopped")])
 def test_a_failure_is_retried_on_the_other_backend_and_says_so(monkeypatch, failing, module,
                                                                 message):
@@ -317,7 +317,7 @@ def test_a_run_that_stops_keeps_the_phases_it_reached(monkeypatch, backend):
     from reduced_odes.models.two_stage_features import TwoStageParams
 
     if backend == "numba":
-        from reduced_odes._native import _solve as module
+        from reduced_odes._native import _legs as module
 
         # The budget is checked whenever the step record fills: from 16 steps on, not 4096.
         monkeypatch.setattr(module, "_CAPACITY", 16)
