@@ -4,17 +4,21 @@ The engine names no model.  A model (:class:`Model`; the built-in ones are in
 :mod:`reduced_odes.models`) declares its state, parameters and loss; the
 engine then runs the pipeline, one module per arrow::
 
-    declaration -> expectations (_gaussian, _positions, _symbolic.mixture_expectation)
+    declaration -> expectations (_gaussian, _expectation, _quadrature, _positions)
     -> gradient flow under a metric, asserted identities, coordinates, Jacobian (_symbolic)
-    -> compiled RHS/Jacobian/observables, cached on disk (_compile)
-    -> trajectory and phase crossings (_integrate, _lsoda, _ivp, _crossing)
-    -> sweeps, claims, derivations, figures (_sweep, _verify, _export, _figstyle)
+    -> compiled RHS/Jacobian/observables, cached on disk (_compile, _codegen)
+    -> a problem, a stepper's run, its trajectory and phase crossings (_problem, the
+       steppers of _steppers: _lsoda, _ivp, _native; _driver, _crossing; _integrate)
+    -> sweeps, claims, derivations, figures (_sweep, _verify, _reproduce, _figstyle)
+
+(docs/architecture.md shows the layers and every module.)
 
 The public API is re-exported here explicitly; every name is imported on first
 use, so integrating from a warm compile cache never imports SymPy.
 """
 
 import importlib
+from typing import TYPE_CHECKING
 
 from ._blas import pin_kernel
 from ._version import __version__ as __version__  # re-exported
@@ -24,7 +28,7 @@ from ._version import __version__ as __version__  # re-exported
 pin_kernel()
 
 _LAZY = {
-    **dict.fromkeys(("Crossing", "Model", "SettledRule"), "_contract"),
+    **dict.fromkeys(("Claim", "Crossing", "Model", "SettledRule"), "_contract"),
     **dict.fromkeys(("DerivationError",), "_errors"),
     **dict.fromkeys(("METHODS", "ParameterError", "Parameters", "Range", "SolverConfig",
                      "choice", "flag", "integer", "interval", "parameter", "positive"),
@@ -50,7 +54,7 @@ _LAZY = {
     **dict.fromkeys(("read_results",), "_results_file"),
     **dict.fromkeys(("solve_setting",), "_sweep_command"),
     **dict.fromkeys(("Setting",), "_setting"),
-    **dict.fromkeys(("Claim", "VerifyReport", "verify"), "_verify"),
+    **dict.fromkeys(("VerifyReport", "verify"), "_verify"),
     **dict.fromkeys(("versions",), "_provenance"),
     **dict.fromkeys(("FixedPoint", "Flow", "find_fixed_points"), "_fixed_points"),
     **dict.fromkeys(("Branch", "Continuation", "continue_branch"), "_continuation"),
@@ -60,6 +64,131 @@ _LAZY = {
     **dict.fromkeys(("Axis", "draw_phase_diagram", "phase_diagram"), "_phase_diagram"),
     **dict.fromkeys(("draw_bifurcation_diagram", "draw_scaling_fit"), "_analysis_figures"),
 }
+
+if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-exported);
+    # at run time each is imported on first use (``__getattr__``)
+    from ._activations import (
+        ACTIVATIONS as ACTIVATIONS,
+        Activation as Activation,
+        activation as activation,
+        register_activation as register_activation,
+    )
+    from ._analysis_figures import (
+        draw_bifurcation_diagram as draw_bifurcation_diagram,
+        draw_scaling_fit as draw_scaling_fit,
+    )
+    from ._compile import (
+        CompiledSystem as CompiledSystem,
+        cache_dir as cache_dir,
+        load_system as load_system,
+    )
+    from ._continuation import (
+        Branch as Branch,
+        Continuation as Continuation,
+        continue_branch as continue_branch,
+    )
+    from ._contract import (
+        Claim as Claim,
+        Crossing as Crossing,
+        Model as Model,
+        SettledRule as SettledRule,
+    )
+    from ._errors import DerivationError as DerivationError
+    from ._fixed_points import (
+        FixedPoint as FixedPoint,
+        Flow as Flow,
+        find_fixed_points as find_fixed_points,
+    )
+    from ._gaussian import (
+        GaussianExpectation as GaussianExpectation,
+        gaussian_expectation as gaussian_expectation,
+    )
+    from ._grid import (
+        expand_grid as expand_grid,
+        load_grid as load_grid,
+    )
+    from ._integrate import (
+        DomainError as DomainError,
+        SolverStats as SolverStats,
+        Trajectory as Trajectory,
+        solve as solve,
+    )
+    from ._params import (
+        METHODS as METHODS,
+        ParameterError as ParameterError,
+        Parameters as Parameters,
+        Range as Range,
+        SolverConfig as SolverConfig,
+        choice as choice,
+        flag as flag,
+        integer as integer,
+        interval as interval,
+        parameter as parameter,
+        positive as positive,
+    )
+    from ._phase_diagram import (
+        Axis as Axis,
+        draw_phase_diagram as draw_phase_diagram,
+        phase_diagram as phase_diagram,
+    )
+    from ._plateaus import plateau_predictions as plateau_predictions
+    from ._positions import (
+        Fixed as Fixed,
+        Index as Index,
+        PositionSum as PositionSum,
+        expect_product as expect_product,
+        expect_product_explicit as expect_product_explicit,
+        geometric_sum as geometric_sum,
+        token as token,
+    )
+    from ._prediction_claims import prediction_claims as prediction_claims
+    from ._provenance import versions as versions
+    from ._registry import (
+        get_model as get_model,
+        model_for as model_for,
+        registered_models as registered_models,
+    )
+    from ._results_file import read_results as read_results
+    from ._scaling import (
+        ScalingFit as ScalingFit,
+        fit_law as fit_law,
+        measure_scaling as measure_scaling,
+    )
+    from ._setting import Setting as Setting
+    from ._structured import StructuredSystem as StructuredSystem
+    from ._sweep import (
+        SweepReport as SweepReport,
+        run_sweep as run_sweep,
+    )
+    from ._sweep_command import solve_setting as solve_setting
+    from ._symbolic import (
+        Block as Block,
+        CoordinateChange as CoordinateChange,
+        Derivation as Derivation,
+        Drift as Drift,
+        Identity as Identity,
+        assert_conserved as assert_conserved,
+        assert_same as assert_same,
+        declare_order_parameters as declare_order_parameters,
+        gradient_flow as gradient_flow,
+        log_coordinate as log_coordinate,
+        metric_gradient as metric_gradient,
+        mixture_expectation as mixture_expectation,
+        mobility_gradient as mobility_gradient,
+        relu as relu,
+    )
+    from ._teacher_student import (
+        OnlineSGD as OnlineSGD,
+        SymmetricSGD as SymmetricSGD,
+        online_sgd_reduction as online_sgd_reduction,
+        pullback_mobility as pullback_mobility,
+        symmetric_online_sgd as symmetric_online_sgd,
+    )
+    from ._unit_sums import indexed_online_sgd as indexed_online_sgd
+    from ._verify import (
+        VerifyReport as VerifyReport,
+        verify as verify,
+    )
 
 
 def __getattr__(name):

@@ -13,25 +13,61 @@ from __future__ import annotations
 
 import abc
 import importlib
+import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._errors import DerivationError  # re-exported: a model's own error, with its contract
 from ._params import ParameterError, Parameters, check_keys
 
-if TYPE_CHECKING:  # the symbolic half is imported only when a model is derived
+if TYPE_CHECKING:  # lower layers and the standard library only: no cycle, even for typing
     import argparse
     from pathlib import Path
 
     from ._params import SolverConfig
-    from ._symbolic import Derivation
-    from ._trajectory import Trajectory
-    from ._verify import Claim
 
-__all__ = ["FORWARDABLE", "OPTIONAL_HOOKS", "CommittedFigures", "Crossing", "DerivationError",
-           "Model", "SettledRule"]
+__all__ = ["FORWARDABLE", "OPTIONAL_HOOKS", "Claim", "CommittedFigures", "Crossing",
+           "DerivationError", "Model", "SettledRule"]
+
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row of the verdict table: a prediction, its measurement, and whether they agree.
+
+    Examples
+    --------
+    >>> row = Claim("T_half against ln(s/u0)/(2s)", 4.6, 4.61, 0.002, 0.01, True)
+    >>> row.passed, row.as_dict()["measured"]
+    (True, 4.61)
+    >>> nan = float("nan")
+    >>> Claim("no data", nan, nan, nan, 0.01, False).as_dict()["error"] is None  # JSON null
+    True
+    """
+
+    name: str
+    predicted: float
+    measured: float
+    error: float
+    tolerance: float
+    passed: bool
+    detail: str = ""
+    informative: bool = False
+
+    def __post_init__(self):
+        # A model's claims often compute with NumPy: its scalars become plain Python ones,
+        # so that the verdict serialises (np.bool_ is no bool to JSON).
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if type(value).__module__ == "numpy" and hasattr(value, "item"):
+                object.__setattr__(self, item.name, value.item())
+
+    def as_dict(self) -> dict:
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                for k, v in asdict(self).items()}
+
 
 
 @dataclass(frozen=True)
@@ -424,7 +460,7 @@ class Model(abc.ABC):
 
     # -- 4. derivation ----------------------------------------------------------------
     @abc.abstractmethod
-    def derive(self, variant: str, **structure: Any) -> Derivation:
+    def derive(self, variant: str, **structure: Any) -> Any:  # a Derivation (a higher layer)
         """The symbolic derivation of ``variant`` (see :class:`~reduced_odes.Derivation`).
 
         ``structure`` holds the values of the :attr:`structural` parameters, if any.
@@ -490,7 +526,7 @@ class Model(abc.ABC):
         return None
 
     def integrate(self, params: Parameters, variant: str, solver: SolverConfig,
-                  thresholds: Parameters | None, initial: Any) -> Trajectory | None:
+                  thresholds: Parameters | None, initial: Any) -> Any:  # a Trajectory or None
         """A trajectory of a protocol that is not one flow, or None (default): the single
         flow, integrated by :func:`~reduced_odes.solve`.
 

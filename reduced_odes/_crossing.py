@@ -4,6 +4,9 @@ A crossing is bracketed on a grid of samples (a solver's accepted steps, or
 an SGD run's records) as the first sample with ``g = direction * (value -
 level) >= 0``, then refined on the continuous interpolant between the two
 samples: by ``brentq`` on a dense output, or linearly between samples.
+
+A phase (:class:`~reduced_odes.Crossing`) of a stepper's run is found by
+:func:`crossing_time`, on the run's accepted steps and their interpolants.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ._compile import CompiledSystem
+from ._contract import Crossing
 from ._params import ParameterError
 
-__all__ = ["first_crossing", "first_index", "root_in_step"]
+__all__ = ["crossing_time", "first_crossing", "first_index", "quantity_index", "root_in_step"]
 
 #: brentq tolerances: far below any integrator's rtol (>= 1e-13 in practice),
 #: so root-finding never limits the accuracy of a phase time.
@@ -109,3 +114,60 @@ def first_crossing(t, y, level: float, *, direction: int = 1, after: float | Non
         return float(t[i])
     frac = (level - y[i - 1]) / (y[i] - y[i - 1])
     return float(t[i - 1] + frac * (t[i] - t[i - 1]))
+
+
+def quantity_index(system: CompiledSystem, quantity: str) -> tuple[int, int]:
+    """Where the series ``quantity`` of ``system`` is: ``(kind, index)``, kind 0 for an
+    integration coordinate, 1 for a state variable, 2 for an observable.
+
+    Examples
+    --------
+    >>> from reduced_odes.models.deep_linear import MODEL
+    >>> from reduced_odes import load_system
+    >>> system = load_system(MODEL, "default")
+    >>> [quantity_index(system, name) for name in ("log_a", "b", "u")]
+    [(0, 0), (1, 1), (2, 0)]
+    """
+    for kind, names in enumerate((system.coordinate_names, system.state_names,
+                                  system.observable_names)):
+        if quantity in names:
+            return kind, names.index(quantity)
+    allowed = system.coordinate_names + system.state_names + system.observable_names
+    raise ParameterError(f"phase quantity {quantity!r} is not a series of {system.model}; "
+                         f"allowed: {', '.join(allowed)}")
+
+
+def _evaluator(system: CompiledSystem, args, quantity: str) -> Callable[[np.ndarray], float]:
+    """``value(y)`` of the series ``quantity`` at coordinates ``y``."""
+    kind, i = quantity_index(system, quantity)
+    if kind == 0:
+        return lambda v: v[i]
+    source = system.state if kind == 1 else system.observables
+    return lambda v: source(v, *args)[i]
+
+
+def crossing_time(system: CompiledSystem, args, run, crossing: Crossing,
+                  searched: int | None = None) -> float:
+    """First time ``crossing.quantity`` reaches ``crossing.level`` within the first
+    ``searched`` accepted steps of ``run`` (default: all; NaN if it never does).
+
+    ``run`` has the steps' times ``steps``, the states there ``y_steps`` (one column each)
+    and ``segment(k)``, the interpolant of the step ``(k, k + 1]``
+    (:class:`~reduced_odes._driver.StepRun`).
+    """
+    value = _evaluator(system, args, crossing.quantity)
+    sign, level = crossing.direction, crossing.level
+
+    def g(v) -> float:
+        return sign * (value(v) - level)
+
+    steps, y_steps = run.steps[:searched], run.y_steps[:, :searched]
+    if crossing.quantity in system.coordinate_names:  # a whole row at once
+        i = first_index(sign * (y_steps[system.coordinate_names.index(crossing.quantity)] - level))
+    else:
+        i = first_index(lambda k: g(y_steps[:, k]), len(steps), monotone=crossing.monotone)
+    if i is None:
+        return math.nan
+    if i == 0:
+        return float(steps[0])
+    return root_in_step(run.segment(i - 1), g, float(steps[i - 1]), float(steps[i]))

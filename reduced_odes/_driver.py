@@ -1,16 +1,27 @@
-"""What both integration drivers share: the problem, the run record, domain guards,
-diagnostics and the stop rule's constants."""
+"""What every stepper shares: the step budget and horizon, the :class:`Run` protocol a
+stepper returns, the run of recorded steps (:class:`StepRun`), and the one assembly of a
+run into a :class:`~reduced_odes.Trajectory` (:func:`assemble`).
+
+A stepper (a row of :data:`reduced_odes._steppers.STEPPERS`) takes a
+:class:`~reduced_odes._problem.Problem` and returns a :class:`Run`; a stepper that stops
+part-way raises a :class:`~reduced_odes.DomainError` carrying the run so far
+(:func:`stopped`), which :func:`reduced_odes.solve` assembles the same way.
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-from ._compile import CompiledSystem
-from ._trajectory import DomainError
+from ._contract import Crossing
+from ._crossing import crossing_time
+from ._problem import Problem
+from ._trajectory import DomainError, SolverStats, Trajectory, _series_at, output_times, trajectory
+
+__all__ = ["Run", "StepRun", "assemble", "stopped"]
 
 #: Largest horizon tried before giving up (far beyond any model's plateau).
 _T_MAX = 1e18
@@ -19,115 +30,92 @@ _T_MAX = 1e18
 #: is singularly stiff, or an ``atol`` below what the flow can be evaluated to near its
 #: settled state (the steps then shrink without failing), needs more.
 _MAX_STEPS = 100_000
-#: Exceptions that evaluating the compiled flow outside its domain can raise
-#: (``math.sqrt`` of a negative number, a complex power converted to float, ...).
-_EVALUATION_ERRORS = (ValueError, TypeError, OverflowError, ZeroDivisionError)
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One integration: the compiled system, its parameter values, start and stop rule."""
+class Run(Protocol):
+    """What a stepper hands back: its run, read by :func:`assemble`.
 
-    system: CompiledSystem
-    args: tuple[float, ...]
-    y0: np.ndarray
-    settled: Callable[[float, np.ndarray], float]  # (t, y) <= 0 once every block is final
-    horizon: float
-    tail: float  # after settling at t_s, run on to (1 + tail) t_s
-    t_end: float | None  # a fixed end instead of the stop rule
-    method: str
-    rtol: float
-    atol: float
-    label: str  # "model 'x', variant 'y'", for messages
+    ``end`` is where the run ends (the last accepted step, or the stop rule's end), ``label``
+    the method as the solver statistics name it, ``dense(t)`` the state at times ``t``
+    (like :class:`scipy.integrate.OdeSolution`).
+    """
 
-    def margins(self, y) -> list[float]:
-        return self.system.margins(y, *self.args)
+    end: float
+    label: str
+    dense: Callable
 
-    def violated(self, y) -> str:
-        margins = self.margins(y)
-        worst = int(np.argmin(margins))
-        return f"condition {self.system.domain_labels[worst]} fails (margin {margins[worst]:.3g})"
+    def outputs(self, problem: Problem, t: np.ndarray, t_end: float,
+                crossings: Sequence[Crossing]) -> tuple[dict[str, np.ndarray],
+                                                        dict[str, float]]:
+        """Every named series at the output times ``t`` and each crossing's first time up
+        to ``t_end`` (NaN if not reached by then)."""
 
-    def state_text(self, y) -> str:
-        """``(name, ...) = (value, ...)`` of the state variables at coordinates ``y``; of the
-        coordinates themselves where a state variable cannot be computed from them (a log
-        coordinate whose exponential overflows, reported after a failed run)."""
-        try:
-            names, values = self.system.state_names, self.system.state(y, *self.args)
-        except (ValueError, ArithmeticError):
-            names, values = self.system.coordinate_names, y
-        return f"({', '.join(names)}) = ({', '.join(f'{v:.6g}' for v in values)})"
-
-    def describe(self, y) -> str:
-        """The state and its nearest domain condition, for diagnostics."""
-        if not np.all(np.isfinite(y)):
-            return f"state {[float(v) for v in y]}; {self.label}"
-        text = f"state {self.state_text(y)}"
-        if self.system.domain_labels:
-            try:
-                text += f"; nearest domain {self.violated(y).replace(' fails', '')}"
-            except (ValueError, ArithmeticError):  # the margins overflow there too
-                pass
-        return f"{text}; {self.label}"
-
-    def edge_error(self, t: float, y) -> DomainError:
-        return DomainError(f"trajectory reached the boundary of the domain of {self.label} at "
-                           f"t={t:.6g}: {self.violated(y)}; state {self.state_text(y)}")
-
-    def evaluation_error(self, t: float, y, exc: Exception) -> DomainError:
-        return DomainError(f"{self.label} could not be evaluated ({type(exc).__name__}: {exc}) "
-                           f"after the step to t={t:.6g}; last accepted {self.describe(y)}")
-
-    def guarded(self) -> tuple[Callable, Callable]:
-        """``rhs, jac`` that return NaN instead of raising outside the domain.
-
-        The integrators evaluate the flow at trial states (predictor values, Newton
-        iterates) that a large step may carry outside the domain; a NaN makes them
-        reject that step and retry a smaller one, where an exception would abort the
-        whole run.  Accepted states are checked to be finite and inside the domain,
-        so no NaN reaches a trajectory.
-        """
-        rhs, jac, n = self.system.rhs, self.system.jac, self.system.size
-        nan_rates = [math.nan] * n
-        last_good = [[[math.nan] * n for _ in range(n)]]
-
-        def guarded_rhs(t, y, *args):
-            try:
-                return rhs(t, y, *args)
-            except _EVALUATION_ERRORS:
-                return nan_rates
-
-        def guarded_jac(t, y, *args):
-            # Outside the domain the last good Jacobian stands in: the implicit methods
-            # reuse stale Jacobians anyway, and BDF's LU factorisation rejects a NaN one,
-            # where the NaN rates alone make it shrink the step.
-            try:
-                value = jac(t, y, *args)
-            except _EVALUATION_ERRORS:
-                return last_good[0]
-            if math.isfinite(sum(map(sum, value))):
-                last_good[0] = value
-                return value
-            return last_good[0]
-
-        return guarded_rhs, guarded_jac
+    def counts(self, t_end: float) -> tuple[int, int, int, int]:
+        """``(nfev, njev, nlu, steps)`` of the run up to ``t_end``."""
 
 
 @dataclass
-class _Run:
-    """What a driver hands to ``_assemble``."""
+class StepRun:
+    """A :class:`Run` from its accepted steps: the steps' times ``steps`` (from 0), the states
+    there ``y_steps`` (one column each), the interpolant of each step (``segment(k)``, on
+    ``(steps[k], steps[k + 1]]``) and of the whole run (``dense``), and the costs.
 
-    dense: Callable  # dense(t) -> state, OdeSolution-like
-    steps: np.ndarray  # accepted step times, from t0
-    y_steps: np.ndarray  # (n, steps) states there
-    segment: Callable[[int], Callable[[float], np.ndarray]]  # interpolant of step (k-1, k]
+    What SciPy's steppers (and a new one that records its steps) return.
+    """
+
+    dense: Callable
+    steps: np.ndarray
+    y_steps: np.ndarray
+    segment: Callable[[int], Callable[[float], np.ndarray]]
     nfev: int
     njev: int
     nlu: int
+    label: str = ""
+
+    @property
+    def end(self) -> float:
+        return float(self.steps[-1])
+
+    def outputs(self, problem: Problem, t: np.ndarray, t_end: float,
+                crossings: Sequence[Crossing]) -> tuple[dict[str, np.ndarray],
+                                                        dict[str, float]]:
+        system, args = problem.system, problem.args
+        y = self.dense(t)
+        y[:, 0] = problem.y0
+        if t_end == self.steps[-1]:
+            y[:, -1] = self.y_steps[:, -1]  # the last step exactly, not its interpolant
+        # A run that stopped is searched up to its stop: a step past it may lie outside the
+        # domain, where the observables are undefined.
+        searched = int(np.searchsorted(self.steps, t_end, side="right"))
+        phases = {c.name: crossing_time(system, args, self, c, searched) for c in crossings}
+        return _series_at(system, y, args), phases
+
+    def counts(self, t_end: float) -> tuple[int, int, int, int]:
+        return self.nfev, self.njev, self.nlu, len(self.steps) - 1
 
 
-def stopped(error: DomainError, run: _Run | None, t_stop: float) -> DomainError:
+def stopped(error: DomainError, run: Run | None, t_stop: float) -> DomainError:
     """``error``, carrying the run up to where it stopped: the phases it crossed before
     ``t_stop`` are those of an uninterrupted run (``solve`` keeps them)."""
     error.run, error.t_stop = run, t_stop
     return error
+
+
+def assemble(problem: Problem, run: Run, stop: tuple[float, str] | None = None) -> Trajectory:
+    """The trajectory of ``run``, whichever stepper made it; ``stop``: ``(t_stop, why)`` of a
+    run that stopped early, which ends there (a phase crossed after ``t_stop``, in the last
+    step, is not the run's)."""
+    setting, system = problem.setting, problem.system
+    solver = setting.solver
+    t_end = run.end if stop is None else stop[0]
+    t = output_times(t_end, solver.n_output)
+    initial = {k: float(v[0]) for k, v in _series_at(system, problem.y0[:, None],
+                                                       problem.args).items()}
+    crossings = setting.model.phases(setting.params, setting.variant, initial,
+                                     setting.thresholds)
+    series, phases = run.outputs(problem, t, t_end, crossings)
+    nfev, njev, nlu, steps = run.counts(t_end)
+    stats = SolverStats(run.label or solver.method, solver.rtol, solver.atol, nfev=nfev,
+                        njev=njev, nlu=nlu, steps=steps)
+    return trajectory(setting, problem, t, series, (crossings, phases), stats, run.dense,
+                      None if stop is None else stop[1])

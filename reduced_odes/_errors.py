@@ -8,7 +8,14 @@ domain is a :class:`~reduced_odes.DomainError` (:mod:`reduced_odes._trajectory`)
 
 from __future__ import annotations
 
-__all__ = ["DerivationError"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_DIFFERS", "EXIT_FAILED", "EXIT_INTERRUPTED",
+           "EXIT_NOT_REACHED", "EXIT_OK", "DerivationError"]
+
+#: Exit statuses of the command line (see :mod:`reduced_odes.cli`): success, a verified
+#: claim failed, bad input, a phase not reached, fresh results that differ from the
+#: committed ones, interrupted.
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NOT_REACHED, EXIT_DIFFERS = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130
 
 
 class DerivationError(RuntimeError):

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._compile import CompiledSystem, load_system
-from ._integrate import _from_mapping, solve
+from ._integrate import solve
 from ._params import ParameterError, Parameters
+from ._problem import _from_mapping
 from ._registry import get_model
 from ._trajectory import DomainError
 

@@ -6,7 +6,8 @@ import warnings
 
 import numpy as np
 
-from ._driver import _EVALUATION_ERRORS, _T_MAX, Problem, _Run, stopped
+from ._driver import _T_MAX, StepRun, stopped
+from ._problem import EVALUATION_ERRORS, Problem
 from ._trajectory import DomainError
 
 #: The step budget of SciPy's Radau and BDF: a fifth of LSODA's and the native stepper's
@@ -15,6 +16,20 @@ from ._trajectory import DomainError
 #: sigma 1e-100, rtol 1e-13, atol 1e-30, where the steps shrink without failing).  Runs of
 #: every model take 1e3 to 5e3 steps.
 _MAX_STEPS = 20_000
+
+
+class IvpStepper:
+    """The stepper of :func:`scipy.integrate.solve_ivp`'s stiff methods (``problem.method``):
+    Radau and BDF, and LSODA where the direct driver cannot run (see :mod:`reduced_odes._lsoda`).
+    """
+
+    #: Failure messages name the method itself.
+    label = None
+
+    @staticmethod
+    def run(problem: Problem) -> StepRun:
+        """Integrate ``problem`` until it settles (or to its ``t_end``)."""
+        return _ivp_run(problem)
 
 
 def _terminal(fn):
@@ -62,11 +77,11 @@ def _ivp_piece(problem: Problem, y0, t0: float, t1: float, converge: bool,
             return solve_ivp(
                 rhs, (t0, t1), y0, method=problem.method, jac=jac, rtol=problem.rtol,
                 atol=problem.atol, dense_output=True, args=problem.args, events=events or None)
-        except _EVALUATION_ERRORS as exc:
+        except EVALUATION_ERRORS as exc:
             raise problem.evaluation_error(t0, y0, exc) from None
 
 
-def _ivp_run(problem: Problem) -> _Run:
+def _ivp_run(problem: Problem) -> StepRun:
     pieces, t0, y = [], 0.0, problem.y0
     fixed_end = problem.t_end is not None
     t1 = problem.t_end if fixed_end else problem.horizon
@@ -115,7 +130,7 @@ def _ivp_run(problem: Problem) -> _Run:
     return _joined(pieces)
 
 
-def _joined(pieces: list) -> _Run | None:
+def _joined(pieces: list) -> StepRun | None:
     """The pieces' steps as one run (None if none was taken)."""
     from scipy.integrate import OdeSolution
 
@@ -127,6 +142,6 @@ def _joined(pieces: list) -> _Run | None:
     dense = OdeSolution(ts, interpolants)
     steps = np.concatenate([stepped[0].t] + [p.t[1:] for p in stepped[1:]])
     y_steps = np.concatenate([stepped[0].y] + [p.y[:, 1:] for p in stepped[1:]], axis=1)
-    return _Run(dense, steps, y_steps, lambda k: interpolants[k],
+    return StepRun(dense, steps, y_steps, lambda k: interpolants[k],
                 nfev=sum(int(p.nfev) for p in pieces), njev=sum(int(p.njev) for p in pieces),
                 nlu=sum(int(p.nlu) for p in pieces))

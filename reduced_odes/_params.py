@@ -18,6 +18,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ._steppers import METHODS
+
 __all__ = [
     "METHODS",
     "ParameterError",
@@ -32,7 +34,6 @@ __all__ = [
     "positive",
 ]
 
-METHODS = ("LSODA", "Radau", "BDF")
 
 
 class ParameterError(ValueError):
@@ -401,7 +402,9 @@ class SolverConfig(Parameters):
     KEYS: ClassVar[tuple[str, ...]] = ("method", "rtol", "atol", "t_end", "n_output", "backend",
                                        "cross_check")
 
-    method: str = parameter("LSODA", choice(*METHODS), "stiff solver")
+    # The table's methods, read on each check: a stepper added to it is a method allowed.
+    method: str = parameter("LSODA", Range(f"one of {', '.join(METHODS)}", "choice",
+                                           options=METHODS), "stiff solver")
     rtol: float = parameter(1e-10, interval(1e-13, 1e-2, closed="lo,hi"),
                             "relative tolerance (below 1e-13 it asks for more than double "
                             "precision holds: SciPy raises it to 2.2e-14 with a warning; "

@@ -1,4 +1,5 @@
-"""The main job's safety net: fresh results against the committed ones, and stable figures.
+"""The main job (:func:`reproduce`) and its safety net: fresh results against the committed
+ones, and stable figures.
 
 ``reduced-odes reproduce`` computes into a working directory and compares with the
 committed data under :data:`RTOL` / :data:`ATOL`; the committed files change only with
@@ -8,13 +9,22 @@ committed data under :data:`RTOL` / :data:`ATOL`; the committed files change onl
 from __future__ import annotations
 
 import math
+import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
-from ._results import read_json
+from ._compile import load_system
+from ._errors import EXIT_DIFFERS, EXIT_FAILED, EXIT_OK
+from ._figstyle import parse_formats
+from ._io import atomic_write
+from ._prepare import derive_models
+from ._registry import get_model, registered_models
+from ._results import read_json, results_line
 from ._results_file import read_results
+from ._verify import check_grid, verdict, verify
 
-__all__ = ["ATOL", "FIGURE_DIGITS", "RTOL", "differences", "rounded"]
+__all__ = ["ATOL", "FIGURE_DIGITS", "RTOL", "differences", "reproduce", "rounded"]
 
 #: Phase times differ between OpenBLAS kernels (CPU types) by <= 3e-9 relative; 1e-6 leaves
 #: a 300x margin and still flags any change of the numerics or of the grid.
@@ -101,3 +111,115 @@ def differences(fresh_dir: Path, committed_dir: Path, grid: str) -> list[str] | 
         name = f"{raw}[{(fresh.get(key) or by_key[key])['setting']}]"
         _diff(fresh.get(key, {}), by_key.get(key, {}), name, out)
     return out
+
+
+def reproduce(*, grid: str = "default", results: str | Path = "results",
+              figures: str | Path = "figures", derivations: str | Path = "derivations",
+              update_committed: bool = False, only: str | None = None,
+              backend: str = "python") -> int:
+    """The main job: every model (or ``only`` one) derived, verified on ``grid``, drawn, and
+    compared with the committed data; the exit status (the worst of the models').
+
+    ``results`` is the working directory (``<results>/<model>``: the resumable verify runs,
+    ``<results>/figures`` and ``<results>/derivations``); ``figures`` is the root of the
+    committed figures and their data (``<figures>/data/<model>``), ``derivations`` that of
+    the committed derivations.  With ``update_committed`` the fresh files are copied over
+    the committed ones instead of being compared.  ``backend``: as for
+    :func:`~reduced_odes.verify`.  The directories are the caller's to check writable.
+    """
+    models = [get_model(only)] if only else registered_models()
+    committed = (Path(figures), Path(derivations))
+    derive_models(models, grid)
+    return max(_reproduce_one(model, grid, Path(results), committed, update_committed,
+                              backend) for model in models)
+
+
+def _reproduce_one(model, grid: str, work: Path, committed: tuple[Path, Path], update: bool,
+                   backend: str) -> int:
+    """Derive, verify on ``grid`` and draw the figures of one model into ``work``, and
+    compare with the committed data; its exit status."""
+    figures, _ = committed
+    data = work / "figures" / "data" / model.name
+    status = EXIT_OK
+    print(f"== {model.name}", flush=True)
+    if model.supports("export_derivations"):
+        _wrote(model.export_derivations(_directory(work / "derivations")))
+    if model.supports("claims"):
+        fresh = work / model.name
+        check_grid(model, grid)
+        report = verify(model, grid, "all", _directory(fresh), progress=True,
+                        backend=backend)
+        print(verdict(report))
+        status = EXIT_OK if report.passed else EXIT_FAILED
+        _figure_data(figures / "data" / model.name, fresh, _directory(data), grid)
+        differs = _compared(model, fresh, figures / "data" / model.name, grid)
+        status = max(status, EXIT_OK if update else differs)
+    if model.supports("figures"):
+        _wrote(model.figures(_directory(work / "figures" / model.name), data,
+                             parse_formats("png,pdf")))
+    if not any(model.supports(hook) for hook in ("export_derivations", "claims", "figures")):
+        _say_derived(model)
+    if update:
+        _update_committed(model, grid, work, committed)
+    return status
+
+
+def _say_derived(model) -> None:
+    """The line of a model that supplies nothing to reproduce but its flow, derived and
+    compiled (by :func:`~reduced_odes._prepare.derive_models`)."""
+    shown = "; ".join(f"{variant}: {', '.join(load_system(model, variant).coordinate_names)}"
+                      for variant in model.variants)
+    print(f"{model.name}: flow derived and compiled ({shown}); no derivation export, claims "
+          f"or figures to reproduce")
+
+
+def _directory(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _wrote(paths) -> None:
+    for path in paths:
+        print(f"wrote {path}")
+
+
+def _figure_data(committed: Path, fresh: Path, data: Path, grid: str) -> None:
+    """Fill the figures' data directory: the committed files, then the fresh verify run,
+    its numbers rounded to what a figure shows (the same bytes on every machine)."""
+    if committed.is_dir():
+        shutil.copytree(committed, data, dirs_exist_ok=True)
+    raw = fresh / f"verify-{grid}.jsonl"
+    if raw.exists():
+        atomic_write(data / raw.name, "".join(results_line(rounded(r))
+                                              for r in read_results(raw)))
+
+
+def _compared(model, fresh: Path, committed: Path, grid: str) -> int:
+    """EXIT_DIFFERS (and the differences on stderr) if the fresh run disagrees."""
+    found = differences(fresh, committed, grid)
+    if found is None:
+        print(f"{model.name}: no committed verify-{grid} in {committed}; nothing to compare")
+        return EXIT_OK
+    if not found:
+        print(f"{model.name}: verify-{grid} agrees with {committed} "
+              f"(rtol {RTOL:g}, atol {ATOL:g})")
+        return EXIT_OK
+    print(f"reduced-odes reproduce: {model.name}: {len(found)} value(s) differ from {committed} "
+          f"beyond rtol {RTOL:g}, atol {ATOL:g}:", file=sys.stderr)
+    for line in found[:40]:
+        print(f"  {line}", file=sys.stderr)
+    return EXIT_DIFFERS
+
+
+def _update_committed(model, grid: str, work: Path, committed: tuple[Path, Path]) -> None:
+    """Copy the fresh verify files, figures and derivations over the committed ones."""
+    figures, derivations = committed
+    pairs = [(work / model.name, figures / "data" / model.name, f"verify-{grid}.*"),
+             (work / "figures" / model.name, figures / model.name, "*"),
+             (work / "derivations", derivations, f"{model.name}.*")]
+    for source, target, pattern in pairs:
+        for path in sorted(source.glob(pattern)) if source.is_dir() else []:
+            if path.is_file():
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target / path.name)
+                print(f"updated {target / path.name}")

@@ -1,8 +1,7 @@
 """Results of an integration: the trajectory, its solver statistics, and the domain error.
 
-Both backends assemble their runs here (:func:`trajectory`, on the output grid of
-:func:`output_times`), so the native one (:mod:`reduced_odes._native`) shares the
-assembly without importing the pure path that calls it (:mod:`reduced_odes._integrate`).
+Every stepper's run is assembled (:func:`reduced_odes._driver.assemble`) on the output
+grid of :func:`output_times` into a :class:`Trajectory` by :func:`trajectory`.
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ class DomainError(RuntimeError):
     ['T_half']
     """
 
-    #: The partial run of a driver (``_driver._Run``), where it stopped; set by the drivers.
+    #: The partial run of a stepper (a ``_driver.Run``), where it stopped; set by the steppers.
     run: Any = None
     t_stop: float | None = None
     #: The partial :class:`Trajectory`, set by :func:`reduced_odes.solve`.

@@ -14,11 +14,11 @@ import math
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._backend import for_job, preferred_backend
-from ._contract import Model
+from ._contract import Claim, Model  # Claim: the model contract's, re-exported
 from ._io import atomic_write
 from ._params import ParameterError, SolverConfig
 from ._prepare import prepare
@@ -29,47 +29,11 @@ from ._retries import noting_retries
 from ._sweep import run_sweep
 
 __all__ = ["RETRIED", "Claim", "VerifyReport", "check_grid", "informative", "measure_task",
-           "verify", "worst"]
+           "verdict", "verify", "worst"]
 
 #: Key of a raw result that lists the setting's runs retried on another backend or stepper
 #: (present only if one was): one line each, the run and why its first attempt failed.
 RETRIED = "retried"
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One row of the verdict table: a prediction, its measurement, and whether they agree.
-
-    Examples
-    --------
-    >>> row = Claim("T_half against ln(s/u0)/(2s)", 4.6, 4.61, 0.002, 0.01, True)
-    >>> row.passed, row.as_dict()["measured"]
-    (True, 4.61)
-    >>> nan = float("nan")
-    >>> Claim("no data", nan, nan, nan, 0.01, False).as_dict()["error"] is None  # JSON null
-    True
-    """
-
-    name: str
-    predicted: float
-    measured: float
-    error: float
-    tolerance: float
-    passed: bool
-    detail: str = ""
-    informative: bool = False
-
-    def __post_init__(self):
-        # A model's claims often compute with NumPy: its scalars become plain Python ones,
-        # so that the verdict serialises (np.bool_ is no bool to JSON).
-        for item in fields(self):
-            value = getattr(self, item.name)
-            if type(value).__module__ == "numpy" and hasattr(value, "item"):
-                object.__setattr__(self, item.name, value.item())
-
-    def as_dict(self) -> dict:
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in asdict(self).items()}
 
 
 def informative(claim: Claim) -> Claim:
@@ -293,3 +257,13 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     atomic_write(Path(report.files["claims"]), json.dumps(report.as_dict(), indent=2) + "\n")
     atomic_write(Path(report.files["table"]), report.table() + "\n")
     return report
+
+
+def verdict(report: VerifyReport) -> str:
+    """The verdict as the ``verify`` command prints it: the table, the skipped settings and
+    the count of claims passed."""
+    checked = [c for c in report.claims if not c.informative]
+    return "\n".join([report.table(), *(f"skipped: {row}" for row in report.skipped),
+                      f"\n{sum(c.passed for c in checked)} of {len(checked)} claims passed "
+                      f"({len(report.claims) - len(checked)} informative rows); "
+                      f"raw results in {report.files['raw']}"])

@@ -44,6 +44,7 @@ True
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 #: Name -> engine module, for the names that follow semantic versioning.
 _STABLE = {
@@ -74,7 +75,8 @@ _STABLE = {
     # A model's own symbolic results, cached on disk beside its compiled systems.
     **dict.fromkeys(("cached_symbolic",), "_compile"),
     # Verdict rows of ``verify``.
-    **dict.fromkeys(("Claim", "informative", "worst"), "_verify"),
+    **dict.fromkeys(("Claim",), "_contract"),
+    **dict.fromkeys(("informative", "worst"), "_verify"),
     # Where plug-in models register (``[project.entry-points."reduced_odes.models"]``).
     **dict.fromkeys(("ENTRY_POINT_GROUP",), "_registry"),
 }
@@ -120,6 +122,139 @@ STABLE = tuple(sorted(_STABLE))
 #: The names that may change in a minor release.
 PROVISIONAL = tuple(sorted(_PROVISIONAL))
 _LAZY = {**_STABLE, **_PROVISIONAL}
+
+if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-exported);
+    # at run time each is imported on first use (``__getattr__``)
+    from reduced_odes._activations import (
+        ACTIVATIONS as ACTIVATIONS,
+        Activation as Activation,
+        activation as activation,
+        register_activation as register_activation,
+    )
+    from reduced_odes._compile import cached_symbolic as cached_symbolic
+    from reduced_odes._continuation import (
+        Continuation as Continuation,
+        continue_branch as continue_branch,
+    )
+    from reduced_odes._contract import (
+        Claim as Claim,
+        CommittedFigures as CommittedFigures,
+        Crossing as Crossing,
+        Model as Model,
+        SettledRule as SettledRule,
+    )
+    from reduced_odes._crossing import first_crossing as first_crossing
+    from reduced_odes._errors import DerivationError as DerivationError
+    from reduced_odes._figstyle import (
+        COLUMN_WIDTH as COLUMN_WIDTH,
+        FORMATS as FORMATS,
+        OKABE_ITO as OKABE_ITO,
+        SERIES as SERIES,
+        SHADES as SHADES,
+        STYLE as STYLE,
+        TIME_LABEL as TIME_LABEL,
+        as_array as as_array,
+        draw_from_data as draw_from_data,
+        house_style as house_style,
+        log_time_axis as log_time_axis,
+        log_x as log_x,
+        new_figure as new_figure,
+        parse_formats as parse_formats,
+        render as render,
+        save_each_format as save_each_format,
+        save_figure as save_figure,
+        sci as sci,
+        shade_spans as shade_spans,
+        stamp as stamp,
+    )
+    from reduced_odes._fixed_points import (
+        Flow as Flow,
+        find_fixed_points as find_fixed_points,
+    )
+    from reduced_odes._gaussian import (
+        GaussianExpectation as GaussianExpectation,
+        gaussian_expectation as gaussian_expectation,
+    )
+    from reduced_odes._grid import load_grid as load_grid
+    from reduced_odes._io import json_safe as json_safe
+    from reduced_odes._kernel_functions import (
+        KernelFunctions as KernelFunctions,
+        gaussian_kernel as gaussian_kernel,
+    )
+    from reduced_odes._params import (
+        ParameterError as ParameterError,
+        Parameters as Parameters,
+        Range as Range,
+        choice as choice,
+        flag as flag,
+        integer as integer,
+        interval as interval,
+        parameter as parameter,
+        positive as positive,
+    )
+    from reduced_odes._plateaus import plateau_predictions as plateau_predictions
+    from reduced_odes._pool import process_pool as process_pool
+    from reduced_odes._positions import (
+        Fixed as Fixed,
+        Index as Index,
+        PositionSum as PositionSum,
+        SEQ_LEN as SEQ_LEN,
+        SUM_INDEX as SUM_INDEX,
+        expect_product as expect_product,
+        expect_product_explicit as expect_product_explicit,
+        geometric_sum as geometric_sum,
+        token as token,
+    )
+    from reduced_odes._prediction_claims import prediction_claims as prediction_claims
+    from reduced_odes._progress import Progress as Progress
+    from reduced_odes._provenance import versions as versions
+    from reduced_odes._registry import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
+    from reduced_odes._reproduce import FIGURE_DIGITS as FIGURE_DIGITS
+    from reduced_odes._results import (
+        read_json as read_json,
+        render_documents as render_documents,
+        setting_key as setting_key,
+        trajectory_record as trajectory_record,
+        write_documents as write_documents,
+        write_json as write_json,
+    )
+    from reduced_odes._results_file import read_results as read_results
+    from reduced_odes._roles import (
+        ROLES as ROLES,
+        roles as roles,
+    )
+    from reduced_odes._scaling import fit_law as fit_law
+    from reduced_odes._stats import t_interval as t_interval
+    from reduced_odes._structured import StructuredSystem as StructuredSystem
+    from reduced_odes._sweep import run_sweep as run_sweep
+    from reduced_odes._symbolic import (
+        Block as Block,
+        CoordinateChange as CoordinateChange,
+        Derivation as Derivation,
+        Drift as Drift,
+        Identity as Identity,
+        assert_conserved as assert_conserved,
+        assert_same as assert_same,
+        declare_order_parameters as declare_order_parameters,
+        gradient_flow as gradient_flow,
+        log_coordinate as log_coordinate,
+        metric_gradient as metric_gradient,
+        mixture_expectation as mixture_expectation,
+        mobility_gradient as mobility_gradient,
+        relu as relu,
+    )
+    from reduced_odes._teacher_student import (
+        OnlineSGD as OnlineSGD,
+        SymmetricSGD as SymmetricSGD,
+        online_sgd_reduction as online_sgd_reduction,
+        pullback_mobility as pullback_mobility,
+        symmetric_online_sgd as symmetric_online_sgd,
+    )
+    from reduced_odes._unit_sums import indexed_online_sgd as indexed_online_sgd
+    from reduced_odes._verify import (
+        informative as informative,
+        worst as worst,
+    )
 
 
 def __getattr__(name):

@@ -24,8 +24,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from . import _analysis_command, _sweep_command
 from ._backend import NATIVE_MIN_SETTINGS, check_backend
@@ -37,26 +36,29 @@ from ._cli_options import (
     run_executor,
     writable,
 )
-from ._compile import load_system
-from ._errors import DerivationError
+from ._errors import (
+    EXIT_BAD_INPUT,
+    EXIT_DIFFERS,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_REACHED,
+    EXIT_OK,
+    DerivationError,
+)
 from ._figstyle import parse_formats
 from ._integrate import solve
-from ._io import atomic_write
 from ._params import METHODS, ParameterError, SolverConfig
 from ._plateaus import plateau_predictions
-from ._prepare import derive_models
 from ._registry import DEFAULT_MODEL, get_model, registered_models
-from ._reproduce import ATOL, RTOL, differences, rounded
-from ._results import results_line, trajectory_record, write_json
-from ._results_file import read_results
+from ._reproduce import reproduce
+from ._results import trajectory_record, write_json
 from ._trajectory import DomainError
-from ._verify import check_grid, verify
+from ._verify import check_grid, verdict, verify
 from ._version import __version__
 
-__all__ = ["main", "run"]
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NOT_REACHED, EXIT_DIFFERS = 0, 1, 2, 3, 4
-EXIT_INTERRUPTED = 130
+# The exit statuses are defined with the errors (reduced_odes._errors), re-exported here.
+__all__ = ["EXIT_BAD_INPUT", "EXIT_DIFFERS", "EXIT_FAILED", "EXIT_INTERRUPTED",
+           "EXIT_NOT_REACHED", "EXIT_OK", "main", "run"]
 
 
 def _format_table(rows: Sequence[Sequence], header: Sequence[str]) -> str:
@@ -217,12 +219,10 @@ def _add_models_arguments(parser: argparse.ArgumentParser, model) -> None:
                              "(default: a table)")
 
 
-_HOOKS = {"verify": "claims", "derive": "export_derivations", "figures": "figures",
-          "compare": "compare"}
-
-
 def _commands_of(model) -> list[str]:
-    return ["solve", "sweep", *[c for c, hook in _HOOKS.items() if model.supports(hook)]]
+    """The commands ``model`` offers: solve, sweep, and each whose hook it supplies."""
+    return ["solve", "sweep", *[name for name, command in COMMANDS.items()
+                                if command.hook and model.supports(command.hook)]]
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
@@ -263,16 +263,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         report = verify(args.model, args.grid, args.variant, out, executor=executor,
                         max_workers=workers, progress=getattr(args, "progress", True),
                         backend=getattr(args, "backend", "auto"))
-    if args.json:
-        print(json.dumps(report.as_dict(), indent=2))
-    else:
-        print(report.table())
-        for row in report.skipped:
-            print(f"skipped: {row}")
-        checked = [c for c in report.claims if not c.informative]
-        print(f"\n{sum(c.passed for c in checked)} of {len(checked)} claims passed "
-              f"({len(report.claims) - len(checked)} informative rows); "
-              f"raw results in {report.files['raw']}")
+    print(json.dumps(report.as_dict(), indent=2) if args.json else verdict(report))
     return EXIT_OK if report.passed else EXIT_FAILED
 
 
@@ -372,121 +363,50 @@ def _add_reproduce_arguments(parser: argparse.ArgumentParser, model) -> None:
     add_backend_option(parser, "as for verify", default="python")
 
 
-def _figure_data(committed: Path, fresh: Path, data: Path, grid: str) -> None:
-    """Fill the figures' data directory: the committed files, then the fresh verify run,
-    its numbers rounded to what a figure shows (the same bytes on every machine)."""
-    import shutil
-
-    if committed.is_dir():
-        shutil.copytree(committed, data, dirs_exist_ok=True)
-    raw = fresh / f"verify-{grid}.jsonl"
-    if raw.exists():
-        atomic_write(data / raw.name, "".join(results_line(rounded(r))
-                                              for r in read_results(raw)))
-
-
-def _compared(model, fresh: Path, committed: Path, grid: str) -> int:
-    """EXIT_DIFFERS (and the differences on stderr) if the fresh run disagrees."""
-    found = differences(fresh, committed, grid)
-    if found is None:
-        print(f"{model.name}: no committed verify-{grid} in {committed}; nothing to compare")
-        return EXIT_OK
-    if not found:
-        print(f"{model.name}: verify-{grid} agrees with {committed} "
-              f"(rtol {RTOL:g}, atol {ATOL:g})")
-        return EXIT_OK
-    print(f"reduced-odes reproduce: {model.name}: {len(found)} value(s) differ from {committed} "
-          f"beyond rtol {RTOL:g}, atol {ATOL:g}:", file=sys.stderr)
-    for line in found[:40]:
-        print(f"  {line}", file=sys.stderr)
-    return EXIT_DIFFERS
-
-
-def _update_committed(model, args: argparse.Namespace, work: Path) -> None:
-    """Copy the fresh verify files, figures and derivations over the committed ones."""
-    import shutil
-
-    pairs = [(work / model.name, Path(args.figures) / "data" / model.name,
-              f"verify-{args.grid}.*"),
-             (work / "figures" / model.name, Path(args.figures) / model.name, "*"),
-             (work / "derivations", Path(args.derivations), f"{model.name}.*")]
-    for source, target, pattern in pairs:
-        for path in sorted(source.glob(pattern)) if source.is_dir() else []:
-            if path.is_file():
-                target.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, target / path.name)
-                print(f"updated {target / path.name}")
-
-
-def _reproduce_one(model, args: argparse.Namespace) -> int:
-    """Derive, verify on the grid and draw the figures of one model into the working
-    directory, and compare with the committed data; its exit status."""
-    work = Path(args.results)
-    committed = Path(args.figures) / "data" / model.name
-    data = work / "figures" / "data" / model.name
-    status = EXIT_OK
-    print(f"== {model.name}", flush=True)
-    if model.supports("export_derivations"):
-        status = _cmd_derive(argparse.Namespace(model=model, out=str(work / "derivations")))
-    if model.supports("claims"):
-        fresh = work / model.name
-        status = max(status, _cmd_verify(argparse.Namespace(
-            model=model, grid=args.grid, variant="all", json=False, out=str(fresh),
-            workers=None, repair=False, progress=True, backend=args.backend)))
-        _figure_data(committed, fresh, writable(data, "dir"), args.grid)
-        differs = _compared(model, fresh, committed, args.grid)
-        status = max(status, EXIT_OK if args.update_committed else differs)
-    if model.supports("figures"):
-        status = max(status, _cmd_figures(argparse.Namespace(
-            model=model, out=str(work / "figures" / model.name), data=str(data),
-            format="png,pdf", model_options=[])))
-    if not any(model.supports(hook) for hook in ("export_derivations", "claims", "figures")):
-        _say_derived(model)
-    if args.update_committed:
-        _update_committed(model, args, work)
-    return status
-
-
-def _say_derived(model) -> None:
-    """The line of a model that supplies nothing to reproduce but its flow, derived and
-    compiled (by :func:`~reduced_odes._prepare.derive_models`)."""
-    shown = "; ".join(f"{variant}: {', '.join(load_system(model, variant).coordinate_names)}"
-                      for variant in model.variants)
-    print(f"{model.name}: flow derived and compiled ({shown}); no derivation export, claims "
-          f"or figures to reproduce")
-
-
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     """The README's main job: every model derived, verified on its grid, drawn and compared."""
-    models = [get_model(args.only)] if args.only else registered_models()
+    if args.only:
+        get_model(args.only)  # an unknown model: bad input, before any directory is made
     writable(args.results, "dir", "results")
     if args.update_committed:
         writable(args.figures, "dir", "figures")
         writable(args.derivations, "dir", "derivations")
-    derive_models(models, args.grid)
-    return max(_reproduce_one(model, args) for model in models)
+    return reproduce(grid=args.grid, results=args.results, figures=args.figures,
+                     derivations=args.derivations, update_committed=args.update_committed,
+                     only=args.only, backend=args.backend)
 
 
-#: Subcommands: name -> (help, argument builder, handler, model hook the command needs).
-COMMANDS: dict[str, tuple[str, Callable, Callable, str | None]] = {
-    "models": ("list the registered models", _add_models_arguments, _cmd_models, None),
-    "solve": ("integrate one trajectory until it settles and report its phase times",
-              _add_solve_arguments, _cmd_solve, None),
-    "derive": ("write the derivations as Markdown and LaTeX", _add_derive_arguments,
-               _cmd_derive, "export_derivations"),
-    "verify": ("check a model's predictions on a grid and print the verdict table",
-               _add_verify_arguments, _cmd_verify, "claims"),
-    "compare": ("ground truth (SGD on the unreduced model) against the reduced ODEs",
-                _add_compare_arguments, _cmd_compare, "compare"),
-    "reproduce": ("the main job: every model derived, verified on its default grid and drawn",
-                  _add_reproduce_arguments, _cmd_reproduce, None),
-    "sweep": (None, None, None, None),
-    "figures": ("draw the figures (PNG, PDF) from the data files in figures/data/<model>",
-                _add_figures_arguments, _cmd_figures, "figures"),
+class Command(NamedTuple):
+    """One subcommand: its help line, what adds its options (``add_arguments(parser,
+    model)``), what runs it (``handler(args) -> exit status``) and the model hook it needs
+    (None: every model has it)."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser, Any], None]
+    handler: Callable[[argparse.Namespace], int]
+    hook: str | None = None
+
+
+#: The subcommands, in the order ``--help`` lists them: a new command is one row.
+COMMANDS: dict[str, Command] = {
+    "models": Command("list the registered models", _add_models_arguments, _cmd_models),
+    "solve": Command("integrate one trajectory until it settles and report its phase times",
+                     _add_solve_arguments, _cmd_solve),
+    "derive": Command("write the derivations as Markdown and LaTeX", _add_derive_arguments,
+                      _cmd_derive, "export_derivations"),
+    "verify": Command("check a model's predictions on a grid and print the verdict table",
+                      _add_verify_arguments, _cmd_verify, "claims"),
+    "compare": Command("ground truth (SGD on the unreduced model) against the reduced ODEs",
+                       _add_compare_arguments, _cmd_compare, "compare"),
+    "reproduce": Command("the main job: every model derived, verified on its default grid "
+                         "and drawn", _add_reproduce_arguments, _cmd_reproduce),
+    "sweep": Command(_sweep_command.HELP, _sweep_command.add_arguments, _sweep_command.run),
+    "figures": Command("draw the figures (PNG, PDF) from the data files in "
+                       "figures/data/<model>", _add_figures_arguments, _cmd_figures, "figures"),
 }
 
 
-def _analysis(name: str) -> tuple[str, Callable, Callable, None]:
+def _analysis(name: str) -> Command:
     """An analysis command (:mod:`reduced_odes._analysis_command`): the model's parameters
     and variant, then the command's own options."""
     def add(parser: argparse.ArgumentParser, model) -> None:
@@ -498,7 +418,7 @@ def _analysis(name: str) -> tuple[str, Callable, Callable, None]:
         params = args.model.Params(**_parameter_values(args, args.model.Params))
         return _analysis_command.run(name, args, params)
 
-    return _analysis_command.COMMANDS[name], add, handle, None
+    return Command(_analysis_command.COMMANDS[name], add, handle)
 
 
 COMMANDS.update({name: _analysis(name) for name in _analysis_command.COMMANDS})
@@ -527,9 +447,6 @@ def build_parser(model) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"reduced-odes {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (help_text, add_arguments, handler, hook) in COMMANDS.items():
-        if name == "sweep":
-            help_text, handler = _sweep_command.HELP, _sweep_command.run
-            add_arguments = _sweep_command.add_arguments
         command = sub.add_parser(name, help=help_text, description=help_text)
         command.add_argument("--model", default=DEFAULT_MODEL,
                              help="registered model name, path/to/file.py:OBJECT or "

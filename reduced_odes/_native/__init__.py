@@ -14,26 +14,19 @@ A model whose ``settled`` returns a :class:`~reduced_odes.SettledRule` (an
 expression) has its stop rule compiled into the twin.  Otherwise the run is
 integrated natively in chunks and the model's Python rule is applied to each
 chunk's steps.
+
+:class:`NativeBdf` is the stepper, the ``numba`` row of the stepper table
+(:data:`reduced_odes._steppers.STEPPERS`).
+
+Examples
+--------
+>>> from reduced_odes import SolverConfig, solve
+>>> from reduced_odes.models.deep_linear import DeepLinearParams
+>>> traj = solve(DeepLinearParams(), solver=SolverConfig(backend="numba"))  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-from ._solve import solve_native as _run
+from ._solve import NativeBdf, NativeRun
 
-__all__ = ["solve_native"]
-
-
-def solve_native(setting, problem):
-    """Integrate ``problem`` natively; the same :class:`~reduced_odes.Trajectory` as ``solve``.
-
-    Called by :func:`reduced_odes.solve` for ``backend="numba"``: ``setting`` is the
-    :class:`~reduced_odes.Setting` it has checked, ``problem`` what it built from it.
-
-    Examples
-    --------
-    >>> from reduced_odes import SolverConfig, solve
-    >>> from reduced_odes.models.deep_linear import DeepLinearParams
-    >>> traj = solve(DeepLinearParams(), solver=SolverConfig(backend="numba"))  # doctest: +SKIP
-    """
-    return _run(setting, problem)
-
+__all__ = ["NativeBdf", "NativeRun"]

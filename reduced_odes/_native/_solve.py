@@ -20,31 +20,20 @@ from __future__ import annotations
 import dataclasses
 import math
 import types
-from dataclasses import dataclass
 
 import numpy as np
 
 from .._contract import SettledRule
-from .._crossing import root_in_step
-from .._driver import _MAX_STEPS, _T_MAX, Problem, stopped
-from .._params import ParameterError
-from .._trajectory import (
-    DomainError,
-    SolverStats,
-    Trajectory,
-    _series_at,
-    output_times,
-    trajectory,
-)
+from .._crossing import quantity_index, root_in_step
+from .._driver import _T_MAX, stopped
+from .._problem import Problem
+from .._trajectory import DomainError
+from ._legs import BdfSolution, _Leg, _legs, _Merged, _Record, _stacked
 from ._twin import load_twin
 
 #: Steps per native call when the model's stop rule is applied in Python: the
 #: run may overshoot its end by up to this many (discarded) steps.
 _CHUNK = 256
-#: Initial capacity of the step record (doubled when full).
-_CAPACITY = 4096
-#: Highest BDF order plus the two extra difference rows SciPy's ``D`` carries.
-_D_ROWS = 8
 #: The native BDF runs at this fraction of the requested tolerances: at the same ones its
 #: phase times are 2 to 4 times less accurate than LSODA's (up to 4e-9 against 1.7e-9 at the
 #: models' defaults, rtol 1e-10, both against rtol 1e-12); at a tenth they are within 6e-10,
@@ -55,221 +44,18 @@ TIGHTER = 0.1
 _RTOL_FLOOR = 100 * np.finfo(float).eps
 
 
-@dataclass
-class _Record:
-    """One leg's accepted steps in its time ``s``: step ``k`` ends at ``ts[k]``; its
-    interpolant is ``ds[k]``."""
-
-    ts: np.ndarray
-    hs: np.ndarray
-    orders: np.ndarray
-    ds: np.ndarray
-    count: int = 1
-
-    @classmethod
-    def empty(cls, y0: np.ndarray, capacity: int) -> _Record:
-        # Not zeroed: each step writes its whole row; row 0 is the initial state.
-        record = cls(np.empty(capacity), np.empty(capacity), np.empty(capacity, np.int64),
-                     np.empty((capacity, 6, y0.size)))
-        record.ts[0], record.hs[0], record.orders[0] = 0.0, 1.0, 0
-        record.ds[0] = 0.0
-        record.ds[0, 0] = y0
-        return record
-
-    def grown(self) -> _Record:
-        size = 2 * self.ts.size
-
-        def grow(a: np.ndarray) -> np.ndarray:
-            return np.concatenate([a, np.empty((size - a.shape[0], *a.shape[1:]), a.dtype)])
-
-        return _Record(grow(self.ts), grow(self.hs), grow(self.orders), grow(self.ds),
-                       self.count)
-
-
-def _twin_for(model, params, variant, problem: Problem):
+def _twin_for(problem: Problem):
     """The twin (with the model's stop rule compiled in, if it is a :class:`SettledRule`) and
     the rule's constants."""
     if problem.system.path is None:  # solve retries the run on the pure path, saying so
         raise DomainError(f"{problem.label}: a structured system (numerical callables, no "
                           f"generated module) has no native twin; it runs on the pure path")
-    rule = model.settled(params, variant)
+    setting = problem.setting
+    rule = setting.model.settled(setting.params, setting.variant)
     rule = rule if isinstance(rule, SettledRule) else None
     twin = load_twin(problem.system, rule)
     constants = np.array([float(v) for v in rule.constants.values()] if rule else [0.0])
     return twin, constants
-
-
-class _Leg:
-    """Workspaces of the integrator for the system or one block, resumable across calls.
-
-    ``index``: the block's coordinates (None: the whole system); ``t0``: its log time
-    (0: it is stepped in ``t`` itself)."""
-
-    def __init__(self, twin, problem: Problem, constants: np.ndarray, bound: float,
-                 index: tuple[int, ...] | None = None, block: int = -1, t0: float = 0.0):
-        self.index = np.arange(problem.y0.size) if index is None else np.array(index)
-        y0 = problem.y0[self.index]
-        n = y0.size
-        self.twin, self.problem, self.constants, self.t0 = twin, problem, constants, t0
-        self.args = np.array(problem.args, dtype=float)
-        self.fws, self.iws = np.zeros(5), np.zeros(8, np.int64)
-        self.d, self.jm = np.zeros((_D_ROWS, n)), np.zeros((n, n))
-        self.lu, self.piv = np.zeros((n, n)), np.zeros(n, np.int64)
-        self.scratch = np.zeros(twin.scratch_size(n))
-        self.record = _Record.empty(y0, _CAPACITY)
-        self._times = None
-        self.d[0] = y0  # the first native call starts here, at t = 0
-        self.fws[twin.F_T0], self.iws[twin.I_BLOCK] = t0, block
-        self.set_bound(bound, watch=False)
-
-    def s_of(self, t: float) -> float:
-        return t if not self.t0 else math.log1p(t / self.t0)
-
-    def times(self) -> np.ndarray:
-        """The recorded step times, in ``t`` (converted once per count of steps)."""
-        count = self.record.count
-        if self._times is None or self._times.size != count:
-            s = self.record.ts[:count]
-            self._times = s if not self.t0 else self.t0 * np.expm1(s)
-        return self._times
-
-    def advance(self, limit: int) -> int:
-        """Native steps up to the workspaces' bound or ``limit`` recorded steps; the status."""
-        r, p = self.record, self.problem
-        if limit > r.ts.size:
-            self.record = r = r.grown()
-        status = self.twin.advance(p.rtol, p.atol, self.args, self.constants, self.fws,
-                                   self.iws, self.d, self.jm, self.lu, self.piv, r.ts, r.hs,
-                                   r.orders, r.ds, limit, self.scratch)
-        r.count = int(self.iws[self.twin.I_STEPS]) + 1
-        if r.count > _MAX_STEPS:
-            raise DomainError(f"native BDF stopped at t={self.times()[-1]:.6g}: more than "
-                              f"{_MAX_STEPS} steps; {self.describe()}")
-        failures = {self.twin.TOO_SMALL: "the step size became too small",
-                    self.twin.NOT_FINITE: "the rates or the step size are not finite there "
-                                          "(NaN or inf: the flow cannot be evaluated)",
-                    self.twin.NO_STEP: f"no step accepted in {self.twin.MAX_TRIALS} trials"}
-        if status in failures:
-            raise DomainError(f"native BDF stopped after the step to t={self.times()[-1]:.6g}:"
-                              f" {failures[status]}; last accepted {self.describe()}")
-        return int(status)
-
-    def describe(self) -> str:
-        r, p = self.record, self.problem
-        if self.index.size == p.y0.size:
-            return p.describe(r.ds[r.count - 1, 0])
-        values = ", ".join(f"{v:.6g}" for v in r.ds[r.count - 1, 0])
-        names = ", ".join(p.system.coordinate_names[i] for i in self.index)
-        return f"({names}) = ({values}); {p.label}"
-
-    def run_to(self, bound: float) -> None:
-        """Step on until the bound (in ``t``)."""
-        self.set_bound(bound, watch=False)
-        while self.advance(max(self.record.ts.size, self.record.count + 1)) != \
-                self.twin.REACHED:
-            pass
-
-    @property
-    def bound(self) -> float:
-        """The bound in ``t``, as set (not converted back from ``s``)."""
-        return self._bound
-
-    def set_bound(self, bound: float, watch: bool) -> None:
-        self._bound = bound
-        self.fws[self.twin.F_BOUND] = self.s_of(bound)
-        self.fws[self.twin.F_SETTLE] = 0.0 if watch else -1.0
-
-    @property
-    def stats(self) -> np.ndarray:
-        return self.iws[[self.twin.I_NFEV, self.twin.I_NJEV, self.twin.I_NLU]]
-
-
-def _legs(twin, problem: Problem, constants: np.ndarray) -> list[_Leg]:
-    """One leg for the whole system, or one per declared block."""
-    bound = problem.t_end if problem.t_end else problem.horizon
-    system = problem.system
-    if not system.blocks:
-        return [_Leg(twin, problem, constants, bound)]
-    return [_Leg(twin, problem, constants, bound, index, b, t0 or 0.0)
-            for b, (index, t0) in enumerate(zip(system.blocks, system.log_times, strict=True))]
-
-
-def _stacked(legs: list[_Leg]) -> tuple[np.ndarray, ...]:
-    """The legs' records as the twin's stacked record ``(ts, hs, orders, ds, counts, t0s,
-    index)`` (views for a single leg)."""
-    if len(legs) == 1:
-        r = legs[0].record
-        return (r.ts[None], r.hs[None], r.orders[None], r.ds[None], np.array([r.count]),
-                np.array([float(legs[0].t0)]), legs[0].index[None])
-    counts = np.array([leg.record.count for leg in legs])
-    width = max(leg.index.size for leg in legs)
-    size = int(counts.max())
-    ts, hs = np.zeros((len(legs), size)), np.ones((len(legs), size))
-    orders = np.zeros((len(legs), size), np.int64)
-    ds = np.zeros((len(legs), size, 6, width))
-    index = np.full((len(legs), width), -1)
-    for b, leg in enumerate(legs):
-        r, count, n = leg.record, leg.record.count, leg.index.size
-        ts[b, :count], hs[b, :count], orders[b, :count] = r.ts[:count], r.hs[:count], \
-            r.orders[:count]
-        ds[b, :count, :, :n] = r.ds[:count]
-        index[b, :n] = leg.index
-    return ts, hs, orders, ds, counts, np.array([leg.t0 for leg in legs]), index
-
-
-class _Merged:
-    """The legs' records so far, as one run: the stacked record, the union of the step times
-    (``steps``) and the state at each (``y_steps``, one row each), read by every scan."""
-
-    def __init__(self, legs: list[_Leg]):
-        self.record = _stacked(legs)
-        self.views = len(legs) == 1  # the record is the leg's own (see ``_stacked``)
-        self.twin, self.args, self.problem = legs[0].twin, legs[0].args, legs[0].problem
-        total = sum(leg.record.count for leg in legs)
-        steps, y_steps = np.empty(total), np.empty((total, self.problem.y0.size))
-        m = self.twin.merge(*self.record, steps, y_steps)
-        self.steps, self.y_steps = steps[:m], y_steps[:m]
-
-    def first_events(self, start: int, constants: np.ndarray, edges: bool,
-                     rule: bool) -> tuple[int, int]:
-        """The twin's ``first_events`` from merged step ``start``: ``(m, what)``."""
-        m, what = self.twin.first_events(self.steps, self.y_steps, start, self.args, constants,
-                                         edges, rule)
-        return int(m), int(what)
-
-    def dense(self) -> BdfSolution:
-        # A single leg's record is its workspace (longer than used, and stepped on if the
-        # run goes on): copied.  A stacked one is made for this merge alone.
-        return BdfSolution(self.twin, self.record, self.problem.y0.size, copy=self.views)
-
-    def raise_edge(self, m: int) -> None:
-        """The :class:`DomainError` of a margin ``<= 0`` first at merged step ``m``."""
-        p, dense = self.problem, self.dense()
-        a, b = float(self.steps[max(m - 1, 0)]), float(self.steps[m])
-        t_edge = root_in_step(dense, lambda v: -min(p.margins(v)), a, b)
-        raise stopped(p.edge_error(t_edge, dense(t_edge)), None, t_edge)
-
-
-class BdfSolution:
-    """Dense output of a native run, called like :class:`scipy.integrate.OdeSolution`.
-
-    ``copy``: the record is a leg's workspace, copied (only the steps used), since the
-    run may step on; else it is kept as given."""
-
-    def __init__(self, twin, record: tuple[np.ndarray, ...], size: int, copy: bool = True):
-        self._twin, self._size = twin, size
-        ts, hs, orders, ds, counts, t0s, index = record
-        if copy:
-            used = int(counts.max())
-            ts, hs, orders, ds = (a[:, :used].copy() for a in (ts, hs, orders, ds))
-        self._record = (ts, hs, orders, ds, counts, t0s, index)
-
-    def __call__(self, t):
-        t = np.asarray(t, dtype=float)
-        flat = np.atleast_1d(t)
-        out = np.empty((flat.size, self._size))
-        self._twin.dense_into(flat, *self._record, out)
-        return out[0] if t.ndim == 0 else out.T
 
 
 class _Rule:
@@ -303,7 +89,7 @@ class _Rule:
         return max(t_s * (1 + self.problem.tail), float(steps[m]))
 
 
-def _integrate(twin, problem: Problem, rule: _Rule, leg: _Leg) -> float:
+def _step_whole(twin, problem: Problem, rule: _Rule, leg: _Leg) -> float:
     """Step the whole system until the end of the run; the end time.
 
     The compiled rule and the domain are watched natively at every step; a Python rule
@@ -420,18 +206,13 @@ def _settle_end(rule: _Rule, merged: _Merged, start: int,
 
 
 def _crossing_arrays(system, crossings) -> tuple[np.ndarray, ...]:
+    """The crossings as the twin's arrays: where each quantity is, its level, direction and
+    whether it is monotone."""
     kinds, indices = [], []
     for c in crossings:
-        for kind, names in enumerate((system.coordinate_names, system.state_names,
-                                      system.observable_names)):
-            if c.quantity in names:
-                kinds.append(kind)
-                indices.append(names.index(c.quantity))
-                break
-        else:
-            allowed = system.coordinate_names + system.state_names + system.observable_names
-            raise ParameterError(f"phase quantity {c.quantity!r} is not a series of "
-                                 f"{system.model}; allowed: {', '.join(allowed)}")
+        kind, index = quantity_index(system, c.quantity)
+        kinds.append(kind)
+        indices.append(index)
     # Explicit dtypes: an empty list is float64 otherwise, another signature to compile.
     return (np.array(kinds, np.int64), np.array(indices, np.int64),
             np.array([c.level for c in crossings], float),
@@ -442,7 +223,7 @@ def _crossing_arrays(system, crossings) -> tuple[np.ndarray, ...]:
 def compile_scans(twin) -> None:
     """Call each entry point of ``twin`` but the stepping once, on a tiny record with the
     argument types of a run (as :class:`_Merged`, :class:`BdfSolution` and
-    :func:`solve_native` pass them), so that numba compiles and caches them."""
+    :class:`NativeRun` pass them), so that numba compiles and caches them."""
     n = twin.N_COORDINATES
     r = _Record.empty(np.zeros(n), 2)
     r.ts[1], r.hs[1], r.orders[1], r.ds[1], r.count = 1.0, 1.0, 1, 0.0, 2
@@ -470,54 +251,63 @@ def _named_series(system, y: np.ndarray, states: np.ndarray,
     return series
 
 
-def solve_native(setting, problem: Problem) -> Trajectory:
-    """See :func:`reduced_odes._native.solve_native`."""
-    problem = dataclasses.replace(problem, rtol=max(problem.rtol * TIGHTER, _RTOL_FLOOR),
-                                  atol=problem.atol * TIGHTER)
-    twin, constants = _twin_for(setting.model, setting.params, setting.variant, problem)
-    legs, rule = _legs(twin, problem, constants), _Rule(twin, problem, constants)
-    try:
-        if not problem.system.blocks:  # one block, even in log time, is a leg of blocks
-            t_end = _integrate(twin, problem, rule, legs[0])
-            merged = _Merged(legs)
-        else:
-            t_end, merged = _integrate_blocks(twin, problem, rule, legs)
-    except DomainError as exc:
-        # The run up to where it stopped: where every leg has stepped (or the edge).
-        t_stop = min(float(leg.times()[-1]) for leg in legs) if exc.t_stop is None \
-            else exc.t_stop
-        if t_stop > 0:
-            exc.trajectory = _finished(setting, problem, (twin, legs, _Merged(legs)), t_stop,
-                                       str(exc))
-        raise
-    return _finished(setting, problem, (twin, legs, merged), t_end)
+class NativeBdf:
+    """The native backend's stepper: SciPy's BDF ported to numba, on the system's twin, at a
+    tenth of the tolerances (:data:`TIGHTER`), whatever method the solver names."""
+
+    label = "native BDF"
+
+    @staticmethod
+    def run(problem: Problem) -> NativeRun:
+        """Integrate ``problem`` natively until it settles (or to its ``t_end``)."""
+        inner = dataclasses.replace(problem, rtol=max(problem.rtol * TIGHTER, _RTOL_FLOOR),
+                                    atol=problem.atol * TIGHTER)
+        twin, constants = _twin_for(inner)
+        legs, rule = _legs(twin, inner, constants), _Rule(twin, inner, constants)
+        try:
+            if not inner.system.blocks:  # one block, even in log time, is a leg of blocks
+                t_end = _step_whole(twin, inner, rule, legs[0])
+                merged = _Merged(legs)
+            else:
+                t_end, merged = _integrate_blocks(twin, inner, rule, legs)
+        except DomainError as exc:
+            # The run up to where it stopped: where every leg has stepped (or the edge).
+            t_stop = min(float(leg.times()[-1]) for leg in legs) if exc.t_stop is None \
+                else exc.t_stop
+            raise stopped(exc, NativeRun(twin, legs, _Merged(legs), t_stop), t_stop) from None
+        return NativeRun(twin, legs, merged, t_end)
 
 
-def _finished(setting, problem: Problem, run: tuple, t_end: float,
-              stop: str | None = None) -> Trajectory:
-    """The trajectory of the legs' run up to ``t_end`` (``run``: the twin, the legs and their
-    merged record); ``stop``: why a partial run stopped there."""
-    solver = setting.solver
-    twin, legs, merged = run
-    system, args = problem.system, legs[0].args
-    t = output_times(t_end, solver.n_output)
-    y = np.empty((t.size, problem.y0.size))
-    states = np.empty((t.size, max(len(system.state_names), 1)))
-    values = np.empty((t.size, twin.N_SERIES))
-    initial = {k: float(v[0]) for k, v in _series_at(system, problem.y0[:, None],
-                                                       problem.args).items()}
-    crossings = setting.model.phases(setting.params, setting.variant, initial,
-                                     setting.thresholds)
-    times = np.empty(len(crossings))
-    twin.outputs(t, args, merged.steps, merged.y_steps, *merged.record, y, states, values,
-                 *_crossing_arrays(system, crossings), times)
-    series = _named_series(system, y, states, values)
-    # Steps past t_end (a chunk's overshoot under the Python stop rule, or a block's past
-    # the common end) are not the run's.
-    phases = {c.name: float(v) if v <= t_end else math.nan
-              for c, v in zip(crossings, times, strict=True)}
-    nfev, njev, nlu = (int(v) for v in sum(leg.stats for leg in legs))
-    stats = SolverStats("BDF (native)", solver.rtol, solver.atol, nfev=nfev, njev=njev, nlu=nlu,
-                        steps=sum(int(np.searchsorted(leg.times(), t_end)) for leg in legs))
-    return trajectory(setting, problem, t, series, (crossings, phases), stats, merged.dense(),
-                      stop)
+class NativeRun:
+    """A native run: the legs, their merged record, and its end; its outputs computed by the
+    twin (:class:`~reduced_odes._driver.Run`)."""
+
+    label = "BDF (native)"
+
+    def __init__(self, twin, legs: list[_Leg], merged: _Merged, end: float):
+        self.twin, self.legs, self.merged, self.end = twin, legs, merged, end
+
+    @property
+    def dense(self) -> BdfSolution:
+        return self.merged.dense()
+
+    def outputs(self, problem: Problem, t: np.ndarray, t_end: float,
+                crossings) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+        """The series at ``t`` and the phases up to ``t_end``, in one native call."""
+        twin, merged, system = self.twin, self.merged, problem.system
+        y = np.empty((t.size, problem.y0.size))
+        states = np.empty((t.size, max(len(system.state_names), 1)))
+        values = np.empty((t.size, twin.N_SERIES))
+        times = np.empty(len(crossings))
+        twin.outputs(t, self.legs[0].args, merged.steps, merged.y_steps, *merged.record, y,
+                     states, values, *_crossing_arrays(system, crossings), times)
+        # Steps past t_end (a chunk's overshoot under the Python stop rule, or a block's past
+        # the common end) are not the run's.
+        phases = {c.name: float(v) if v <= t_end else math.nan
+                  for c, v in zip(crossings, times, strict=True)}
+        return _named_series(system, y, states, values), phases
+
+    def counts(self, t_end: float) -> tuple[int, int, int, int]:
+        nfev, njev, nlu = (int(v) for v in sum(leg.stats for leg in self.legs))
+        return nfev, njev, nlu, sum(int(np.searchsorted(leg.times(), t_end))
+                                    for leg in self.legs)

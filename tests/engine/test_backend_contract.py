@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from reduced_odes import DomainError, ParameterError, SolverConfig, solve
 from reduced_odes._backend import native_available
-from reduced_odes._integrate import ILL_CONDITIONED, PHASE_AGREEMENT
+from reduced_odes._cross_check import ILL_CONDITIONED, PHASE_AGREEMENT
 from reduced_odes._registry import registered_models
 from reduced_odes.cli import EXIT_NOT_REACHED, EXIT_OK, main
 from reduced_odes.models import get_model
@@ -191,7 +191,7 @@ def test_backends_agree_or_mark_on_drawn_settings(data):
 # -- retry -----------------------------------------------------------------------------
 @needs_numba
 @pytest.mark.parametrize("failing, module, message", [
-    ("numba", "reduced_odes._native._solve", "native BDF stopped"),
+    ("numba", "reduced_odes._native._legs", "native BDF stopped"),
     ("python", "reduced_odes._lsoda", "LSODA stopped")])
 def test_a_failure_is_retried_on_the_other_backend_and_says_so(monkeypatch, failing, module,
                                                                 message):
@@ -317,7 +317,7 @@ def test_a_run_that_stops_keeps_the_phases_it_reached(monkeypatch, backend):
     from reduced_odes.models.two_stage_features import TwoStageParams
 
     if backend == "numba":
-        from reduced_odes._native import _solve as module
+        from reduced_odes._native import _legs as module
 
         # The budget is checked whenever the step record fills: from 16 steps on, not 4096.
         monkeypatch.setattr(module, "_CAPACITY", 16)

@@ -180,7 +180,7 @@ def test_parameters_as_dict_is_dataclasses_asdict(name):
 def test_output_grid_is_numpys_geomspace_to_the_bit(t_end, n_output):
     """The output grid computes np.geomspace's arithmetic itself (without its checks): every
     committed series depends on these exact times."""
-    from reduced_odes._integrate import output_times
+    from reduced_odes._trajectory import output_times
 
     expected = np.concatenate([[0.0], np.geomspace(min(1e-3, t_end / 10), t_end, n_output)])
     np.testing.assert_array_equal(output_times(t_end, n_output), expected)

@@ -30,12 +30,13 @@ def _require(module: str) -> None:
                     f"(import-linter brings grimp)")
 
 
-def _graph():
+def _graph(typing: bool = False):
     """The package's import graph, as import-linter builds it (typing-only imports left out,
-    as ``exclude_type_checking_imports`` says)."""
+    as ``exclude_type_checking_imports`` says), or with them (``typing``): every import
+    statement, at module level, in a function or under ``if TYPE_CHECKING:``."""
     import grimp
 
-    return grimp.build_graph(PACKAGE, cache_dir=None, exclude_type_checking_imports=True)
+    return grimp.build_graph(PACKAGE, cache_dir=None, exclude_type_checking_imports=not typing)
 
 
 def _cycle(graph) -> list[str]:
@@ -66,6 +67,33 @@ def test_the_import_graph_has_no_cycle():
     _require("grimp")
     cycle = _cycle(_graph())
     assert not cycle, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_import_graph_has_no_cycle_counting_typing_only_imports():
+    """A type checker follows ``if TYPE_CHECKING:`` imports too: no cycle there either (the
+    model contract names no higher layer's type, not even for typing)."""
+    _require("grimp")
+    cycle = _cycle(_graph(typing=True))
+    assert not cycle, "import cycle (typing-only imports counted): " + " -> ".join(cycle)
+
+
+def test_the_typing_graph_holds_type_checking_imports(tmp_path, monkeypatch):
+    """An import under ``if TYPE_CHECKING:`` is an edge of the graph the second check walks."""
+    _require("grimp")
+    import grimp
+
+    package = tmp_path / "probe_typing"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from typing import TYPE_CHECKING\n"
+                                  "if TYPE_CHECKING:\n    from . import b\n")
+    (package / "b.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for typing, expected in ((False, False), (True, True)):
+        graph = grimp.build_graph("probe_typing", cache_dir=None,
+                                  exclude_type_checking_imports=not typing)
+        assert graph.direct_import_exists(importer="probe_typing.a",
+                                          imported="probe_typing.b") is expected
 
 
 def test_the_graph_holds_function_level_imports(tmp_path, monkeypatch):
@@ -104,3 +132,45 @@ def test_ruff_finds_nothing():
                            "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True,
                           timeout=HANG_GUARD_S)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("module, path", [("reduced_odes", "reduced_odes/__init__.py"),
+                                          ("reduced_odes.author", "reduced_odes/author.py")])
+def test_every_lazy_name_is_visible_to_type_checkers(module, path):
+    """The lazy re-exports (``_LAZY``: name -> module, imported on first use) and the
+    ``if TYPE_CHECKING:`` block a type checker reads name the same names from the same
+    modules, each re-exported as ``name as name``."""
+    import ast
+    import importlib
+
+    tree = ast.parse((ROOT / path).read_text())
+    typed = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for item in node.body:
+                assert isinstance(item, ast.ImportFrom), ast.dump(item)
+                source = (item.module or "").removeprefix("reduced_odes.").lstrip(".")
+                for alias in item.names:
+                    assert alias.asname == alias.name, f"{alias.name}: not re-exported"
+                    typed[alias.name] = source
+    assert typed == importlib.import_module(module)._LAZY
+
+
+def test_every_module_of_the_layer_contract_is_on_the_architecture_page():
+    """docs/architecture.md names every module the layer contract places (its table, as
+    ``name.py`` or ``name/``), and names no engine module that does not exist."""
+    import re
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    layers = next(c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "layers")
+    modules = [m.strip() for layer in layers["layers"] for m in re.split("[:|]", layer)]
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    for module in modules:
+        named = (f"reduced_odes.{module}" in page if module in ("models", "author")
+                 else f"`{module}.py`" in page or f"`{module}/`" in page)
+        assert named, f"docs/architecture.md does not name {module}"
+    package = ROOT / PACKAGE
+    for name in set(re.findall(r"`(_\w+)(?:\.py|/)`", page)):
+        found = [package / f"{name}.py", package / name, package / "_native" / f"{name}.py"]
+        assert any(p.exists() for p in found), f"docs/architecture.md names {name}: no module"

@@ -136,7 +136,7 @@ def test_a_solver_failure_names_model_variant_parameters_and_solver(monkeypatch,
     if failure == "steps":
         monkeypatch.setattr("reduced_odes._lsoda._MAX_STEPS", 20)  # LSODA's own message
     else:
-        monkeypatch.setattr("reduced_odes._integrate._lsoda_run", failing)
+        monkeypatch.setattr("reduced_odes._lsoda._lsoda_run", failing)
     argv = ["solve", "--model", "deep_linear", "--s", "2", "--json", "--backend", "python"]
     code, out, err = _ranges.run_cli(argv)
     # Steps spent: a partial run, its phase not reached (3); an overflow: nothing to show (2).

@@ -51,7 +51,9 @@ __all__ = ["ACTIVATIONS", "BACKENDS", "METHODS", "SGDRun",
 
 ACTIVATIONS = ("erf", "relu", "linear")
 METHODS = ("network", "overlaps")
-BACKENDS = ("auto", "python", "numba")
+#: Where the SGD runs: ``fastest`` is numba when installed, else NumPy (not the engine's
+#: ``auto``, which a job decides: :class:`~reduced_odes.SolverConfig`).
+BACKENDS = ("fastest", "python", "numba")
 #: Random streams of one run (the ``stream`` of its ``SeedSequence`` spawn key); ``_NORMS``
 #: is the ``χ²`` of ``|x|²`` outside the span, used by the ``overlaps`` method.
 _WEIGHTS, _INPUTS, _NOISE, _TEST, _NORMS = range(5)
@@ -297,16 +299,17 @@ def native_available() -> bool:
 
 def _resolve_backend(backend: str) -> str:
     choice(*BACKENDS).check("backend", backend)
-    if backend == "auto":
+    if backend == "fastest":
         return "numba" if native_available() else "python"
     if backend == "numba" and not native_available():
         raise ParameterError("backend='numba' needs numba, which is not installed "
-                             "(pip install 'reduced-odes[fast]'); allowed without it: python, auto")
+                             "(pip install 'reduced-odes[fast]'); allowed without it: python, "
+                             "fastest")
     return backend
 
 
 def sgd_steps(activation: str, W: np.ndarray, B: np.ndarray, X: np.ndarray, zeta: np.ndarray,
-              eta: float, *, backend: str = "auto") -> None:
+              eta: float, *, backend: str = "fastest") -> None:
     """Advance the students ``W (S, K, N)`` in place by one SGD step per input.
 
     ``B (S, M, N)`` are the teachers, ``X (S, n, N)`` the inputs and ``zeta (S, n)`` the
@@ -421,7 +424,7 @@ def _check_train(activation, method, N, eta, noise, seeds, test_set) -> None:
 
 def train(activation: str, Q0, R0, T=None, *, N: int, eta: float, noise: float = 0.0,
           times, seeds: int = 1, rng_seed: int = 0, method: str = "network",
-          backend: str = "auto", test_set: int = 0) -> SGDRun:
+          backend: str = "fastest", test_set: int = 0) -> SGDRun:
     """Online SGD from the overlaps ``(Q0, R0, T)``, recorded at ``times`` (``t = η steps/N``).
 
     Parameters
@@ -443,8 +446,8 @@ def train(activation: str, Q0, R0, T=None, *, N: int, eta: float, noise: float =
         Base seed: run ``s`` uses the streams ``SeedSequence(rng_seed, spawn_key=(s, ·))``.
     method : {"network", "overlaps"}
         Train the weights, or advance their Gram matrix (same law, ``N``-free cost).
-    backend : {"auto", "python", "numba"}
-        ``auto`` is numba when installed.
+    backend : {"fastest", "python", "numba"}
+        ``fastest`` is numba when installed.
     test_set : int
         If positive, also estimate ``ε_g`` by Monte Carlo on this many fresh inputs per
         record and run (``network``: real inputs through the weights; ``overlaps``: fields

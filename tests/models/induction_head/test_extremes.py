@@ -24,7 +24,15 @@ import mpmath
 import numpy as np
 import pytest
 
-from reduced_odes import DomainError, ParameterError, SolverConfig, _integrate, load_system, solve
+from reduced_odes import (
+    DomainError,
+    ParameterError,
+    SolverConfig,
+    _lsoda,
+    _problem,
+    load_system,
+    solve,
+)
 from reduced_odes.models.induction_head import ModelParams, PhaseThresholds
 from reduced_odes.models.induction_head import kernels as _kernels
 
@@ -317,9 +325,9 @@ def test_direct_lsoda_driver_agrees_with_solve_ivp_lsoda(closure, monkeypatch):
     fast = solve(params, closure)
 
     def unavailable(*_, **__):
-        raise _integrate._FastPathUnavailable
+        raise _lsoda._FastPathUnavailable
 
-    monkeypatch.setattr(_integrate, "_lsoda_run", unavailable)
+    monkeypatch.setattr(_lsoda, "_lsoda_run", unavailable)
     reference = solve(params, closure)
     for name, value in reference.phases.items():
         assert fast.phases[name] == pytest.approx(value, rel=1e-7), name
@@ -458,7 +466,7 @@ def test_trajectory_reaching_the_boundary_stops_with_a_diagnostic(closure, metho
 
     # without_numba: no retry natively, whose twin is compiled from the real system, not the stub.
     stub = dataclasses.replace(real, rhs=drift, jac=no_jacobian)
-    monkeypatch.setattr(_integrate, "load_system", lambda model, variant, **_: stub)
+    monkeypatch.setattr(_problem, "load_system", lambda model, variant, **_: stub)
     edge, start = EDGE[closure], 0.35 if closure == "linear" else 0.5
     with pytest.raises(DomainError) as info:
         solve(ModelParams(wstar=0.3), closure, SolverConfig(method=method),

@@ -255,13 +255,13 @@ def test_cli_figures_command(data, tmp_path, small_defaults, capsys):
     assert "format='svg'" in capsys.readouterr().err
 
 
-def test_reproduce_calls_the_figures_handler_with_its_namespace(data, tmp_path, small_defaults):
+def test_the_figures_handler_runs_from_its_namespace(data, tmp_path, small_defaults):
     from reduced_odes.cli import COMMANDS
     from reduced_odes.models.induction_head import MODEL
 
-    # reproduce passes exactly (model, out, data, format, model_options).
+    # The command's namespace: exactly (model, out, data, format, model_options).
     copy = _as_default_grid(data, tmp_path / "data")
-    handler = COMMANDS["figures"][2]
+    handler = COMMANDS["figures"].handler
     status = handler(argparse.Namespace(model=MODEL, out=str(tmp_path / "figs"),
                                         data=str(copy), format="png", model_options=[]))
     assert status == 0 and (tmp_path / "figs" / "plateau_scaling.png").exists()
