@@ -358,6 +358,14 @@ class SymmetricSGD:
     escape_rate : Expr
         The growth rate of the specialising direction ``R_in - r`` with zero row and
         column sums (``K, M >= 2``): the eigenvalue of the full flow's Jacobian on it.
+
+    Examples
+    --------
+    >>> s = symmetric_online_sgd("linear", learning_rate_terms=False)
+    >>> s.state
+    (q, c, r)
+    >>> sp.expand(s.loss.subs({s.K: 1, s.M: 1}))
+    q/2 - r + 1/2
     """
 
     state: tuple[sp.Symbol, ...]
