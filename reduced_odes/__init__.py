@@ -17,9 +17,9 @@ The public API is re-exported here explicitly; every name is imported on first
 use, so integrating from a warm compile cache never imports SymPy.
 """
 
-import importlib
 from typing import TYPE_CHECKING
 
+from . import _lazy
 from ._blas import pin_kernel
 from ._version import __version__ as __version__  # re-exported
 
@@ -193,16 +193,7 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     )
 
 
-def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # Not cached here: the name always reads its module's current attribute (a test that
-    # patches ``_integrate.solve`` must not leave a stale copy behind in this package).
-    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy.lazy_attributes(__name__, _LAZY, globals())
 
 
 __all__ = sorted([*_LAZY, "__version__"])  # noqa: PLE0604

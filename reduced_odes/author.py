@@ -43,8 +43,9 @@ True
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from reduced_odes import _lazy
 
 #: Name -> engine module, for the names that follow semantic versioning.
 _STABLE = {
@@ -260,15 +261,8 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     )
 
 
-def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # Not cached, as in reduced_odes: a patched engine attribute is always the one read.
-    return getattr(importlib.import_module(f"reduced_odes.{_LAZY[name]}"), name)
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+# Not cached, as in reduced_odes: a patched engine attribute is always the one read.
+__getattr__, __dir__ = _lazy.lazy_attributes(__name__, _LAZY, globals())
 
 
 __all__ = sorted([*_LAZY, "PROVISIONAL", "STABLE"])  # noqa: PLE0604
