@@ -95,8 +95,9 @@ def _documented_by_home(obj) -> bool:
 
 #: Groups in the pipeline's order (derive, compile, integrate, sweep, verify); a module
 #: not listed here comes after these, by name.
-ORDER = ["_contract", "_errors", "_params", "_symbolic", "_gaussian", "_activations",
-         "_positions", "_compile", "_integrate", "_trajectory", "_sweep", "_sweep_command",
+ORDER = ["_contract", "_stop_rules", "_claims", "_errors", "_params", "_symbolic",
+         "_gaussian", "_activations", "_positions", "_compile", "_integrate", "_trajectory",
+         "_sweep", "_sweep_command",
          "_verify", "_registry", "_provenance"]
 
 

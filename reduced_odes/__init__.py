@@ -17,9 +17,9 @@ The public API is re-exported here explicitly; every name is imported on first
 use, so integrating from a warm compile cache never imports SymPy.
 """
 
-import importlib
 from typing import TYPE_CHECKING
 
+from . import _lazy
 from ._blas import pin_kernel
 from ._version import __version__ as __version__  # re-exported
 
@@ -28,7 +28,9 @@ from ._version import __version__ as __version__  # re-exported
 pin_kernel()
 
 _LAZY = {
-    **dict.fromkeys(("Claim", "Crossing", "Model", "SettledRule"), "_contract"),
+    **dict.fromkeys(("Model",), "_contract"),
+    **dict.fromkeys(("Claim",), "_claims"),
+    **dict.fromkeys(("Crossing", "SettledRule"), "_stop_rules"),
     **dict.fromkeys(("DerivationError",), "_errors"),
     **dict.fromkeys(("METHODS", "ParameterError", "Parameters", "Range", "SolverConfig",
                      "choice", "flag", "integer", "interval", "parameter", "positive"),
@@ -77,6 +79,7 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         draw_bifurcation_diagram as draw_bifurcation_diagram,
         draw_scaling_fit as draw_scaling_fit,
     )
+    from ._claims import Claim as Claim
     from ._compile import (
         CompiledSystem as CompiledSystem,
         cache_dir as cache_dir,
@@ -87,12 +90,7 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         Continuation as Continuation,
         continue_branch as continue_branch,
     )
-    from ._contract import (
-        Claim as Claim,
-        Crossing as Crossing,
-        Model as Model,
-        SettledRule as SettledRule,
-    )
+    from ._contract import Model as Model
     from ._errors import DerivationError as DerivationError
     from ._fixed_points import (
         FixedPoint as FixedPoint,
@@ -155,6 +153,10 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         measure_scaling as measure_scaling,
     )
     from ._setting import Setting as Setting
+    from ._stop_rules import (
+        Crossing as Crossing,
+        SettledRule as SettledRule,
+    )
     from ._structured import StructuredSystem as StructuredSystem
     from ._sweep import (
         SweepReport as SweepReport,
@@ -191,16 +193,7 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     )
 
 
-def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # Not cached here: the name always reads its module's current attribute (a test that
-    # patches ``_integrate.solve`` must not leave a stale copy behind in this package).
-    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy.lazy_attributes(__name__, _LAZY, globals())
 
 
 __all__ = sorted([*_LAZY, "__version__"])  # noqa: PLE0604

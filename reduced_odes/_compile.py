@@ -49,8 +49,9 @@ __all__ = ["CompiledSystem", "cache_dir", "cached_symbolic", "is_cached", "load_
 
 #: The engine's symbolic modules: a change to any of them re-derives every model.
 _ENGINE_SOURCES = ("_gaussian.py", "_positions.py", "_symbolic.py", "_contract.py",
-                   "_compile.py", "_codegen.py", "_activations.py", "_expectation.py",
-                   "_factors.py", "_quadrature.py", "_kernel_functions.py")
+                   "_stop_rules.py", "_claims.py", "_compile.py", "_codegen.py",
+                   "_activations.py", "_expectation.py", "_factors.py", "_quadrature.py",
+                   "_kernel_functions.py")
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 

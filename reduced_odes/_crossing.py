@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ._compile import CompiledSystem
-from ._contract import Crossing
 from ._params import ParameterError
+from ._stop_rules import Crossing
 
 __all__ = ["crossing_time", "first_crossing", "first_index", "quantity_index", "root_in_step"]
 

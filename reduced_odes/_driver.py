@@ -16,9 +16,9 @@ from typing import Protocol
 
 import numpy as np
 
-from ._contract import Crossing
 from ._crossing import crossing_time
 from ._problem import Problem
+from ._stop_rules import Crossing
 from ._trajectory import DomainError, SolverStats, Trajectory, _series_at, output_times, trajectory
 
 __all__ = ["Run", "StepRun", "assemble", "stopped"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ._verify import Claim
+from ._claims import Claim
 
 __all__ = ["prediction_claims"]
 

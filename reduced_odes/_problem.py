@@ -16,10 +16,11 @@ import numpy as np
 
 from ._backend import resolve
 from ._compile import CompiledSystem, load_system
-from ._contract import Model, SettledRule
+from ._contract import Model
 from ._params import ParameterError, Parameters, _number
 from ._setting import Setting
 from ._steppers import stepper_for
+from ._stop_rules import SettledRule
 from ._trajectory import DomainError
 
 __all__ = ["EVALUATION_ERRORS", "Problem", "run_label"]

@@ -96,7 +96,7 @@ class Activity:
     every : float
         Seconds between the lines while it runs.
     stream : file, optional
-        Default ``sys.stderr``.
+        Where the lines go (default ``sys.stderr``).
 
     Examples
     --------

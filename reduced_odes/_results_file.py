@@ -143,8 +143,8 @@ def read_results(path: str | os.PathLike[str], *, quiet: bool = False
 
     Examples
     --------
-    >>> import pathlib, tempfile
     >>> from reduced_odes._results import results_line
+    >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
     >>> line = results_line({"setting": {"x": 1}, "result": 1})
     >>> _ = path.write_text(line + line.replace('"result": 1', '"result": 2') + line[:20])

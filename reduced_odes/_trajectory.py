@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from ._compile import CompiledSystem
-from ._contract import Crossing
 from ._params import Parameters, SolverConfig
 from ._provenance import versions
 from ._setting import Setting
+from ._stop_rules import Crossing
 
 __all__ = ["DomainError", "SolverStats", "Trajectory", "output_times", "trajectory"]
 

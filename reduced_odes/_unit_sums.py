@@ -263,21 +263,18 @@ def indexed_online_sgd(K: int, M: int, activation: str, *, finite_eta: bool = Tr
     gradient, learning = _rate_batches(activation, layout, finite_eta)
     loss = _loss_batches(activation, layout)
 
-    def rhs(t, y, eta, noise):
-        covariance = layout.covariance(y)
-        rates = _summed(gradient, covariance, n)
-        if learning:
-            rates += eta * (_summed(learning[0], covariance, n)
-                            + noise**2 * _summed(learning[1], covariance, n))
-        return rates
+    def flow(batched):  # the rates (_summed) or their Jacobian (_differentiated)
+        def of(t, y, eta, noise):
+            covariance = layout.covariance(y)
+            value = batched(gradient, covariance, n)
+            if learning:
+                value += eta * (batched(learning[0], covariance, n)
+                                + noise**2 * batched(learning[1], covariance, n))
+            return value
 
-    def jac(t, y, eta, noise):
-        covariance = layout.covariance(y)
-        J = _differentiated(gradient, covariance, n)
-        if learning:
-            J += eta * (_differentiated(learning[0], covariance, n)
-                        + noise**2 * _differentiated(learning[1], covariance, n))
-        return J
+        return of
+
+    rhs, jac = flow(_summed), flow(_differentiated)
 
     diagonal = [layout.names.index(f"Q_{i + 1}_{i + 1}") for i in range(K)]
     domain = diagonal if activation == "relu" else []

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._backend import for_job, preferred_backend
-from ._contract import Claim, Model  # Claim: the model contract's, re-exported
+from ._claims import Claim  # re-exported: the verdict row of the model contract
+from ._contract import Model
 from ._io import atomic_write
 from ._params import ParameterError, SolverConfig
 from ._prepare import prepare

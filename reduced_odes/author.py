@@ -43,13 +43,15 @@ True
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from reduced_odes import _lazy
 
 #: Name -> engine module, for the names that follow semantic versioning.
 _STABLE = {
     # The contract: what a model is and owes the engine.
-    **dict.fromkeys(("Crossing", "Model", "SettledRule"), "_contract"),
+    **dict.fromkeys(("Model",), "_contract"),
+    **dict.fromkeys(("Crossing", "SettledRule"), "_stop_rules"),
     # Hooks by role: the modules of a model's package and the jobs they do.
     **dict.fromkeys(("ROLES", "roles"), "_roles"),
     **dict.fromkeys(("DerivationError",), "_errors"),
@@ -75,7 +77,7 @@ _STABLE = {
     # A model's own symbolic results, cached on disk beside its compiled systems.
     **dict.fromkeys(("cached_symbolic",), "_compile"),
     # Verdict rows of ``verify``.
-    **dict.fromkeys(("Claim",), "_contract"),
+    **dict.fromkeys(("Claim",), "_claims"),
     **dict.fromkeys(("informative", "worst"), "_verify"),
     # Where plug-in models register (``[project.entry-points."reduced_odes.models"]``).
     **dict.fromkeys(("ENTRY_POINT_GROUP",), "_registry"),
@@ -84,7 +86,7 @@ _STABLE = {
 #: Name -> engine module, for the shared helpers that may change in a minor release.
 _PROVISIONAL = {
     # What the test suite checks of a model's committed figures and their data.
-    **dict.fromkeys(("CommittedFigures",), "_contract"),
+    **dict.fromkeys(("CommittedFigures",), "_claims"),
     # Running many settings: the resumable sweep, a process pool, progress on stderr.
     **dict.fromkeys(("run_sweep",), "_sweep"),
     **dict.fromkeys(("load_grid",), "_grid"),
@@ -131,18 +133,16 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         activation as activation,
         register_activation as register_activation,
     )
+    from reduced_odes._claims import (
+        Claim as Claim,
+        CommittedFigures as CommittedFigures,
+    )
     from reduced_odes._compile import cached_symbolic as cached_symbolic
     from reduced_odes._continuation import (
         Continuation as Continuation,
         continue_branch as continue_branch,
     )
-    from reduced_odes._contract import (
-        Claim as Claim,
-        CommittedFigures as CommittedFigures,
-        Crossing as Crossing,
-        Model as Model,
-        SettledRule as SettledRule,
-    )
+    from reduced_odes._contract import Model as Model
     from reduced_odes._crossing import first_crossing as first_crossing
     from reduced_odes._errors import DerivationError as DerivationError
     from reduced_odes._figstyle import (
@@ -225,6 +225,10 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     )
     from reduced_odes._scaling import fit_law as fit_law
     from reduced_odes._stats import t_interval as t_interval
+    from reduced_odes._stop_rules import (
+        Crossing as Crossing,
+        SettledRule as SettledRule,
+    )
     from reduced_odes._structured import StructuredSystem as StructuredSystem
     from reduced_odes._sweep import run_sweep as run_sweep
     from reduced_odes._symbolic import (
@@ -257,15 +261,8 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     )
 
 
-def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # Not cached, as in reduced_odes: a patched engine attribute is always the one read.
-    return getattr(importlib.import_module(f"reduced_odes.{_LAZY[name]}"), name)
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+# Not cached, as in reduced_odes: a patched engine attribute is always the one read.
+__getattr__, __dir__ = _lazy.lazy_attributes(__name__, _LAZY, globals())
 
 
 __all__ = sorted([*_LAZY, "PROVISIONAL", "STABLE"])  # noqa: PLE0604

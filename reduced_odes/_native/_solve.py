@@ -23,10 +23,10 @@ import types
 
 import numpy as np
 
-from .._contract import SettledRule
 from .._crossing import quantity_index, root_in_step
 from .._driver import _T_MAX, stopped
 from .._problem import Problem
+from .._stop_rules import SettledRule
 from .._trajectory import DomainError
 from ._legs import BdfSolution, _Leg, _legs, _Merged, _Record, _stacked
 from ._twin import load_twin

@@ -1,4 +1,4 @@
-"""Tests for SettledRule's names (reduced_odes._contract): a rule that reads a name it
+"""Tests for SettledRule's names (reduced_odes._stop_rules): a rule that reads a name it
 cannot is refused before the run, in one line naming the rule and the names it may use."""
 
 from __future__ import annotations
