@@ -32,7 +32,9 @@ class SlowEscape(Model):
 
         from reduced_odes.author import gradient_flow
 
-        m, k = sp.Symbol("m", real=True), sp.Symbol("k", positive=True)
+        # positive, not real: an example in the same test process declares a real ``m`` an
+        # order parameter, and the engine keeps that mark per symbol (a process-wide set).
+        m, k = sp.Symbol("m", positive=True), sp.Symbol("k", positive=True)
         loss = -(m**k / k - m**(k + 2) / (k + 2))
         return gradient_flow((m,), loss, parameters=(k,), domain=[m > 0])
 
