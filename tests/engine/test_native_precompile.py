@@ -13,19 +13,13 @@ import pytest
 
 from reduced_odes._backend import native_available
 
+from ._processes import alive as _alive
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 pytestmark = [pytest.mark.skipif(not native_available(), reason="needs numba"),
               pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc")]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            return "\nState:\tZ" not in fh.read()  # a zombie has exited
-    except FileNotFoundError:
-        return False
 
 
 def test_the_precompile_helper_exits_when_its_run_is_killed(tmp_path):

@@ -17,6 +17,8 @@ from reduced_odes import SolverConfig, solve
 from reduced_odes.cli import EXIT_DIFFERS, EXIT_NOT_REACHED, main
 from reduced_odes.models.induction_head import ModelParams
 
+from ._processes import alive as _alive
+
 ROOT = Path(__file__).resolve().parents[2]
 #: A hang guard only, never a measure of speed (no test depends on the clock): a correct
 #: run takes seconds to minutes even on a loaded machine; a hung one fails within CI's time.
@@ -28,14 +30,6 @@ def _grid(tmp_path: Path, body: str) -> str:
     path = tmp_path / "grid.toml"
     path.write_text(body)
     return str(path)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            return "\nState:\tZ" not in fh.read()  # a zombie has exited
-    except FileNotFoundError:
-        return False
 
 
 def _children(pid: int) -> list[int]:
