@@ -59,6 +59,9 @@ class CompiledSystem:
         flow of block ``b`` in its own coordinates.
     log_times : tuple of float or None
         Each block's ``log_time``.
+    native : tuple
+        A structured system's recipe for its native form
+        (:attr:`~reduced_odes.StructuredSystem.native`); empty otherwise.
 
     Examples
     --------
@@ -93,6 +96,7 @@ class CompiledSystem:
     loss: Callable | None = None
     blocks: tuple[tuple[int, ...], ...] = ()
     log_times: tuple[float | None, ...] = ()
+    native: tuple = ()
 
     @property
     def size(self) -> int:

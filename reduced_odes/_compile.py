@@ -378,7 +378,8 @@ def as_compiled(model_name: str, variant: str, system: StructuredSystem) -> Comp
     return CompiledSystem(model_name, variant, system.rhs, system.jac, system.observables,
                           system.margins, _identity, _identity, names, names,
                           tuple(system.observable_names), tuple(system.domain_labels),
-                          system.key, None, ("any real value",) * len(names), system.loss)
+                          system.key, None, ("any real value",) * len(names), system.loss,
+                          native=system.native)
 
 
 def _remember(memo_key: tuple, index: Path, system: CompiledSystem) -> CompiledSystem:

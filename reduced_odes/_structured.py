@@ -42,6 +42,11 @@ class StructuredSystem:
         ``loss(y, *params)``: ``[L]``, the model's loss.
     key : str
         What identifies the system's numbers (e.g. a hash of its kernels).
+    native : tuple
+        How the native backend builds the same flow as numba code: ``(builder, args,
+        kwargs)``, hashable, a builder of :mod:`reduced_odes._native._unit_sums`
+        (e.g. ``("unit_sums", (K, M, "erf"), (("finite_eta", False),))``); empty: none,
+        the native backend runs these callables.
 
     Examples
     --------
@@ -63,6 +68,7 @@ class StructuredSystem:
     margins: Callable
     loss: Callable
     key: str
+    native: tuple = ()
 
     @property
     def size(self) -> int:

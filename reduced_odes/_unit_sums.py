@@ -296,4 +296,8 @@ def indexed_online_sgd(K: int, M: int, activation: str, *, finite_eta: bool = Tr
                                texts)).encode()).hexdigest()[:24]
     return StructuredSystem(layout.names, ("eps_g", "specialisation", "speed"),
                             tuple(f"{layout.names[i]} > 0" for i in domain), rhs, jac,
-                            observables, margins, loss_of, key)
+                            observables, margins, loss_of, key,
+                            native=("unit_sums", (K, M, activation),
+                                    (("finite_eta", finite_eta),
+                                     ("T", tuple(map(tuple, layout.base.reshape(
+                                         K + M, K + M)[K:, K:].tolist()))))))

@@ -260,6 +260,8 @@ class NativeBdf:
     @staticmethod
     def run(problem: Problem) -> NativeRun:
         """Integrate ``problem`` natively until it settles (or to its ``t_end``)."""
+        if problem.system.native:
+            return _structured_run(problem)
         inner = dataclasses.replace(problem, rtol=max(problem.rtol * TIGHTER, _RTOL_FLOOR),
                                     atol=problem.atol * TIGHTER)
         twin, constants = _twin_for(inner)
@@ -276,6 +278,21 @@ class NativeBdf:
                 else exc.t_stop
             raise stopped(exc, NativeRun(twin, legs, _Merged(legs), t_stop), t_stop) from None
         return NativeRun(twin, legs, merged, t_end)
+
+
+def _structured_run(problem: Problem):
+    """A structured system with a native form (the unit sums' numba loops,
+    :mod:`reduced_odes._native._unit_sums`): those callables, stepped by the pure path's
+    stepper of the solver's method, at the requested tolerances.  The native BDF would
+    compile anew for each size (its twin fixes the system's size); the loops do not."""
+    from .._compile import as_compiled
+    from .._steppers import stepper_for
+    from ._unit_sums import native_structured
+
+    system = problem.system
+    native = as_compiled(system.model, system.variant, native_structured(system.native))
+    return stepper_for("python", problem.method).run(dataclasses.replace(problem,
+                                                                         system=native))
 
 
 class NativeRun:

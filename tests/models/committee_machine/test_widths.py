@@ -9,6 +9,7 @@ import pytest
 from scipy.optimize import brentq
 
 from reduced_odes import SolverConfig, load_system, solve
+from reduced_odes._backend import native_available
 from reduced_odes.models.committee_machine import MODEL, CommitteeParams, overlap_state
 
 from .reference import _integrate, generalisation_error, reference_solution, unpack
@@ -75,12 +76,13 @@ def _wide_case(K: int, M: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return W @ W.T, W[:, :M]
 
 
-def _reference_curve(K: int, M: int) -> None:
+def _reference_curve(K: int, M: int, backend: str = "python") -> None:
     Q0, R0 = _wide_case(K, M, K + M)
     start = generalisation_error(Q0, R0, np.eye(M), "erf")
     times = np.array([1.0, 10.0, 50.0, 100.0, 200.0])
-    traj = solve(CommitteeParams(K=K, M=M), "erf", SolverConfig(t_end=400.0), model=MODEL,
-                 initial=overlap_state(Q0, R0))
+    traj = solve(CommitteeParams(K=K, M=M), "erf", SolverConfig(t_end=400.0, backend=backend),
+                 model=MODEL, initial=overlap_state(Q0, R0))
+    assert traj.fallback_reason is None
     ours = traj.observables_at(times)["eps_g"]
     expected = reference_solution(Q0, R0, K, M, 0.0, t_eval=np.concatenate([[0.0], times]))
     # Two integrations at rtol 1e-10 (LSODA) and 1e-11: global errors ~1e-9, relative.
@@ -121,3 +123,21 @@ def test_erf_ten_by_ten_equals_the_reference():
 @pytest.mark.slow
 def test_erf_twenty_by_ten_equals_the_reference():
     _reference_curve(20, 10)
+
+
+#: The same on the native backend (the unit sums' numba loops): numba itself is optional.
+_NATIVE = pytest.mark.skipif(not native_available(), reason="numba is not installed")
+
+
+@pytest.mark.slow
+@_NATIVE
+@pytest.mark.usefixtures("lasting_cache")
+def test_erf_ten_by_ten_natively_equals_the_reference():
+    _reference_curve(10, 10, "numba")
+
+
+@pytest.mark.slow
+@_NATIVE
+@pytest.mark.usefixtures("lasting_cache")
+def test_erf_twenty_by_ten_natively_equals_the_reference():
+    _reference_curve(20, 10, "numba")
