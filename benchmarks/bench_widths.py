@@ -15,8 +15,8 @@ trajectory of ``solve`` at the model's defaults (erf, ``eta -> 0``, the start br
 ``asymmetry = 1e-3``), on each backend asked for.  Widths up to ``UNROLLED_UNITS`` (5) run
 the unrolled, compiled system (the committed data's path; natively, its numba twin with
 the native BDF); wider ones the unit sums, whose kernels are derived once per activation
-(natively, their numba loops, compiled once per activation).  Both the wall clock and the CPU time of the
-child are reported (the CPU time is what a loaded machine does not inflate), and the
+(natively, their numba loops, compiled once per activation).  Both the wall clock and the
+CPU time of the child are reported (the CPU time is what a loaded machine does not inflate), and the
 ratio of each to the smallest size's (the target: at most 3 for ``K = M = 10``).
 """
 
