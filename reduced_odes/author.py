@@ -70,6 +70,7 @@ _STABLE = {
     **dict.fromkeys(("OnlineSGD", "SymmetricSGD", "online_sgd_reduction", "pullback_mobility",
                      "symmetric_online_sgd"), "_teacher_student"),
     **dict.fromkeys(("indexed_online_sgd",), "_unit_sums"),
+    **dict.fromkeys(("SecondLayerSGD", "online_sgd_second_layer"), "_second_layer"),
     **dict.fromkeys(("StructuredSystem",), "_structured"),
     # Sums over sequence positions (attention readouts) and their expectations.
     **dict.fromkeys(("Fixed", "Index", "PositionSum", "SEQ_LEN", "SUM_INDEX", "expect_product",
@@ -228,6 +229,10 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     from reduced_odes._stop_rules import (
         Crossing as Crossing,
         SettledRule as SettledRule,
+    )
+    from reduced_odes._second_layer import (
+        SecondLayerSGD as SecondLayerSGD,
+        online_sgd_second_layer as online_sgd_second_layer,
     )
     from reduced_odes._structured import StructuredSystem as StructuredSystem
     from reduced_odes._sweep import run_sweep as run_sweep

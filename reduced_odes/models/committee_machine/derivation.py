@@ -17,9 +17,10 @@ from reduced_odes.author import (
     gradient_flow,
     indexed_online_sgd,
     online_sgd_reduction,
+    online_sgd_second_layer,
 )
 
-__all__ = ["derivation", "specialisation"]
+__all__ = ["derivation", "second_layer_derivation", "specialisation"]
 
 
 def specialisation(R: sp.Matrix) -> sp.Expr:
@@ -42,13 +43,14 @@ def specialisation(R: sp.Matrix) -> sp.Expr:
 
 
 def derivation(variant: str, K: int = 2, M: int = 2, finite_eta: bool = False,
-               indexed: bool = False) -> Derivation | StructuredSystem:
+               indexed: bool = False, second_layer: bool = False) -> Derivation | StructuredSystem:
     """The flow of ``(Q, R)`` for ``K`` students and ``M`` teachers with activation ``variant``.
 
     ``finite_eta`` keeps the learning-rate term (a system of its own: at ``eta = 0`` the
     four-point kernels it sums are not compiled at all).  ``indexed``: the same flow as unit
     sums (:func:`~reduced_odes.author.indexed_online_sgd`), whose kernels are derived once
-    for every width, in place of the unrolled, compiled derivation.
+    for every width, in place of the unrolled, compiled derivation.  ``second_layer``: the
+    read-out weights ``v_i`` are state too (:func:`second_layer_derivation`).
 
     Examples
     --------
@@ -56,6 +58,8 @@ def derivation(variant: str, K: int = 2, M: int = 2, finite_eta: bool = False,
     >>> d.state_names, tuple(map(str, d.parameters))
     (('Q_1_1', 'R_1_1'), ('eta', 'noise'))
     """
+    if second_layer:
+        return second_layer_derivation(variant, K, M, finite_eta)
     if indexed:
         return indexed_online_sgd(K, M, variant, finite_eta=finite_eta)
     sgd = online_sgd_reduction(K, M, variant, learning_rate_terms=finite_eta)
@@ -63,5 +67,27 @@ def derivation(variant: str, K: int = 2, M: int = 2, finite_eta: bool = False,
     observables = {"eps_g": sgd.loss, "specialisation": specialisation(sgd.R), "speed": speed}
     domain = [sgd.Q[i, i] > 0 for i in range(K)] if variant == "relu" else []
     return gradient_flow(sgd.state, sgd.loss, parameters=(sgd.eta, sgd.noise),
+                         mobility=sgd.mobility, drift=sgd.drifts, rhs=sgd.rates,
+                         check=sgd.samples, observables=observables, domain=domain)
+
+
+def second_layer_derivation(variant: str, K: int, M: int, finite_eta: bool) -> Derivation:
+    """The flow of ``(Q, R, v)`` with the read-out weights trained
+    (:func:`~reduced_odes.author.online_sgd_second_layer`), parameters ``eta, noise,
+    v_rate, v_star``: a gradient flow of ``eps_g`` under the pull-back mobility and the
+    read-out's own rate, asserted at random states, plus the learning-rate drift.
+
+    Examples
+    --------
+    >>> d = second_layer_derivation("linear", 1, 1, False)
+    >>> d.state_names, tuple(map(str, d.parameters))
+    (('Q_1_1', 'R_1_1', 'v_1'), ('eta', 'noise', 'v_rate', 'v_star'))
+    """
+    sgd = online_sgd_second_layer(K, M, variant, learning_rate_terms=finite_eta)
+    speed = sp.sqrt(sum((r**2 for r in sgd.rates), sp.Integer(0)))
+    observables = {"eps_g": sgd.loss, "specialisation": specialisation(sgd.R), "speed": speed}
+    domain = [sgd.Q[i, i] > 0 for i in range(K)] if variant == "relu" else []
+    return gradient_flow(sgd.state, sgd.loss,
+                         parameters=(sgd.eta, sgd.noise, sgd.v_rate, sgd.v_star),
                          mobility=sgd.mobility, drift=sgd.drifts, rhs=sgd.rates,
                          check=sgd.samples, observables=observables, domain=domain)

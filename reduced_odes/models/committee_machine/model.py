@@ -70,11 +70,17 @@ class CommitteeMachine(Model):
         """``K``, ``M``, whether the learning-rate term is needed (``eta > 0``), and, beyond
         ``UNROLLED_UNITS``, that the rates are unit sums (``indexed``)."""
         structure = {**super().structure(params), "finite_eta": params.eta > 0}
-        if max(params.K, params.M) > UNROLLED_UNITS:
+        if params.second_layer:
+            structure["second_layer"] = True
+        elif max(params.K, params.M) > UNROLLED_UNITS:
             structure["indexed"] = True
         return structure
 
     def check(self, params: CommitteeParams, variant: str) -> None:
+        if params.second_layer and max(params.K, params.M) > UNROLLED_UNITS:
+            raise ParameterError(f"K={params.K}, M={params.M} with second_layer: the trained "
+                                 f"read-out is derived unrolled, per (K, M); allowed: K, M <= "
+                                 f"{UNROLLED_UNITS}")
         if variant == "relu" and params.eta > 0 and params.K + params.M > 3:
             raise ParameterError(f"eta={params.eta!r} with activation 'relu' and K={params.K}, "
                                  f"M={params.M}: the learning-rate term (an expectation over "
@@ -86,21 +92,32 @@ class CommitteeMachine(Model):
                                  f"four-dimensional numerical kernels (~10^7 evaluations each, "
                                  f"per step); allowed: eta = 0 (the limit eta -> 0), or "
                                  f"K + M <= 3")
-        _check_plateau(params, variant)
+        if not params.second_layer:  # its phases are read against no plateau
+            _check_plateau(params, variant)
 
     def check_start(self, params: CommitteeParams, variant: str, start) -> None:
         """A given start must be overlaps that a network realises (``Q - R R^T`` PSD)."""
         check_realisable(dict(start), params.K, params.M)
 
-    def parameter_values(self, params: CommitteeParams, variant: str) -> tuple[float, float]:
-        return (float(params.eta), float(params.noise))
+    def parameter_values(self, params: CommitteeParams, variant: str) -> tuple[float, ...]:
+        values = (float(params.eta), float(params.noise))
+        if params.second_layer:
+            values += (float(params.v_rate), float(params.v_star))
+        return values
 
     def initial_state(self, params: CommitteeParams, variant: str) -> list[float]:
-        return list(overlap_state(*initial_overlaps(params)).values())
+        readout = [float(params.v0)] * params.K if params.second_layer else []
+        return [*overlap_state(*initial_overlaps(params)).values(), *readout]
 
     def phases(self, params, variant, initial, thresholds) -> list[Crossing]:
         from .numerics import unspecialised_fixed_point
 
+        if params.second_layer:
+            # The plateau of the committee machine's symmetric flow is not this flow's: the
+            # specialisation alone is read.
+            return ([Crossing("T_spec", "specialisation",
+                              (thresholds or PhaseLevels()).specialised)]
+                    if params.M > 1 else [])
         if params.K == params.M == 1:
             # One student, one teacher: the unspecialised point (the students alike) is every
             # state, and its fixed point the learnt one (the teacher itself at eps_g = 0 when
@@ -119,6 +136,8 @@ class CommitteeMachine(Model):
         flow can be as slow, so a run that has not escaped has not settled."""
         from .numerics import unspecialised_fixed_point
 
+        if params.second_layer:
+            return SettledRule("speed - tol", {"tol": SETTLED_SPEED})
         # A student narrower than its teacher (K < M; or M = 1, nothing to specialise to)
         # need not fall below half the plateau: its run settles on stillness alone.
         escaped = (0.5 * unspecialised_fixed_point(params, variant).eps_g

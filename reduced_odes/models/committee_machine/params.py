@@ -17,6 +17,7 @@ import numpy as np
 from reduced_odes.author import (
     ParameterError,
     Parameters,
+    flag,
     integer,
     interval,
     parameter,
@@ -70,6 +71,27 @@ class CommitteeParams(Parameters):
                                  "1e-16 it is lost to round-off of the O(1) overlaps, and a "
                                  "ReLU run never escapes the plateau)")
 
+    second_layer: bool = parameter(False, flag(),
+                                   "train the student's read-out weights v_i too (Goldt et al. "
+                                   "2019); off: v_i = 1, the soft committee machine")
+    v_rate: float = parameter(1.0, interval(0, 10),
+                              "with second_layer: the read-out's learning rate relative to "
+                              "eta (eta_v / eta; its step is eta_v/N)")
+    v_star: float = parameter(1.0, interval(-10, 10),
+                              "with second_layer: the teacher's read-out weight (every unit)")
+    v0: float = parameter(1.0, interval(-10, 10),
+                          "with second_layer: the student's read-out weights v_i at t = 0")
+
+    def as_dict(self) -> dict:
+        """The fields by name; the read-out's (``second_layer`` and its parameters) only
+        when one differs from its default, so that a committee machine's record is the one
+        it was before the option existed."""
+        values = super().as_dict()
+        if all(values[f.name] == f.default for f in _readout_fields()):
+            for f in _readout_fields():
+                del values[f.name]
+        return values
+
     def check(self) -> None:
         Q, R = initial_overlaps(self)
         # A network realises (Q, R) with T = I iff Q - R R^T is positive semi-definite.
@@ -79,6 +101,16 @@ class CommitteeParams(Parameters):
                                  f"asymmetry={self.asymmetry!r}: no network has these overlaps "
                                  f"(Q - R R^T has eigenvalue {lowest:.3g}); allowed: q0 >= the "
                                  f"largest eigenvalue of R R^T")
+
+
+#: The read-out option's fields, kept out of a record while they hold their defaults.
+READOUT = ("second_layer", "v_rate", "v_star", "v0")
+
+
+def _readout_fields() -> list:
+    import dataclasses
+
+    return [f for f in dataclasses.fields(CommitteeParams) if f.name in READOUT]
 
 
 def initial_overlaps(params: CommitteeParams) -> tuple[np.ndarray, np.ndarray]:
