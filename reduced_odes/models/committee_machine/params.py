@@ -74,9 +74,9 @@ class CommitteeParams(Parameters):
     second_layer: bool = parameter(False, flag(),
                                    "train the student's read-out weights v_i too (Goldt et al. "
                                    "2019); off: v_i = 1, the soft committee machine")
-    v_rate: float = parameter(1.0, interval(0, 10),
+    v_rate: float = parameter(1.0, interval(0, 10, closed="lo"),
                               "with second_layer: the read-out's learning rate relative to "
-                              "eta (eta_v / eta; its step is eta_v/N)")
+                              "eta (eta_v / eta; its step is eta_v/N; 0: fixed at v0)")
     v_star: float = parameter(1.0, interval(-10, 10),
                               "with second_layer: the teacher's read-out weight (every unit)")
     v0: float = parameter(1.0, interval(-10, 10),
