@@ -25,7 +25,8 @@ from reduced_odes.author import (
 )
 
 __all__ = ["ACTIVATIONS", "CLOSED_FORM", "MAX_UNITS", "UNROLLED_UNITS", "CommitteeParams",
-           "PhaseLevels", "check_realisable", "initial_overlaps", "overlap_state"]
+           "PhaseLevels", "READOUT", "check_realisable", "initial_overlaps", "overlap_state",
+           "recorded"]
 
 #: The activations with closed-form kernels (the verified variants).
 CLOSED_FORM = ("erf", "relu", "linear")
@@ -82,16 +83,6 @@ class CommitteeParams(Parameters):
     v0: float = parameter(1.0, interval(-10, 10),
                           "with second_layer: the student's read-out weights v_i at t = 0")
 
-    def as_dict(self) -> dict:
-        """The fields by name; the read-out's (``second_layer`` and its parameters) only
-        when one differs from its default, so that a committee machine's record is the one
-        it was before the option existed."""
-        values = super().as_dict()
-        if all(values[f.name] == f.default for f in _readout_fields()):
-            for f in _readout_fields():
-                del values[f.name]
-        return values
-
     def check(self) -> None:
         Q, R = initial_overlaps(self)
         # A network realises (Q, R) with T = I iff Q - R R^T is positive semi-definite.
@@ -107,10 +98,21 @@ class CommitteeParams(Parameters):
 READOUT = ("second_layer", "v_rate", "v_star", "v0")
 
 
-def _readout_fields() -> list:
-    import dataclasses
+def recorded(params: CommitteeParams) -> dict:
+    """``params`` by name, for a data file: the read-out option's fields only when one
+    differs from its default, so that a committee machine's record is the one it was
+    before the option existed.
 
-    return [f for f in dataclasses.fields(CommitteeParams) if f.name in READOUT]
+    Examples
+    --------
+    >>> "v_star" in recorded(CommitteeParams()), recorded(CommitteeParams(v_star=2.0))["v_star"]
+    (False, 2.0)
+    """
+    values = params.as_dict()
+    defaults = CommitteeParams().as_dict()
+    if all(values[name] == defaults[name] for name in READOUT):
+        values = {k: v for k, v in values.items() if k not in READOUT}
+    return values
 
 
 def initial_overlaps(params: CommitteeParams) -> tuple[np.ndarray, np.ndarray]:

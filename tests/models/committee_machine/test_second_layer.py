@@ -47,8 +47,11 @@ def test_the_option_is_refused_beyond_the_unrolled_sizes():
 
 
 def test_off_by_default_the_record_is_unchanged():
-    assert "second_layer" not in CommitteeParams().as_dict()
-    assert CommitteeParams(v_star=2.0).as_dict()["v_star"] == 2.0
+    from reduced_odes.models.committee_machine.params import recorded
+
+    assert list(recorded(CommitteeParams())) == ["K", "M", "eta", "noise", "q0", "r0",
+                                                 "asymmetry"]
+    assert recorded(CommitteeParams(v_star=2.0))["v_star"] == 2.0
 
 
 #: Online SGD of the network: N inputs, K = 2 students, M = 2 teachers, erf.

@@ -19,7 +19,7 @@ import numpy as np
 
 from reduced_odes.author import FIGURE_DIGITS, json_safe, write_json
 
-from ..params import CommitteeParams
+from ..params import CommitteeParams, recorded
 
 __all__ = ["ASYMMETRIES", "DATA_FILES", "ETAS", "FLOOR", "NOISY", "NOISY_K", "PLATEAU",
            "escape_document", "eta_document", "noise_document", "plateau_document",
@@ -108,7 +108,7 @@ def plateau_document(params: CommitteeParams = PLATEAU) -> dict:
     traj = _solve(params)
     point = unspecialised_fixed_point(params, "erf")
     names = traj.system.state_names
-    return _stable({"params": params.as_dict(), "activation": "erf",
+    return _stable({"params": recorded(params), "activation": "erf",
                     "series": _series(traj, ("eps_g", "specialisation"), states=True),
                     "phases": _phases(traj),
                     "plateau": {"eps_p": point.eps_g, "eps_star": closed_form_plateau(params.K),
@@ -136,7 +136,7 @@ def escape_document(base: CommitteeParams = PLATEAU,
     pairs = list(zip(points, points[1:], strict=False))  # neighbours
     slopes = [(t2 - t1) / (x2 - x1) for (x1, t1), (x2, t2) in pairs]
     middles = [(x1 + x2) / 2 for (x1, _), (x2, _) in pairs]
-    return _stable({"params": base.as_dict(), "activation": "erf",
+    return _stable({"params": recorded(base), "activation": "erf",
                     "asymmetry": list(asymmetries), "x": x, "T_escape": times,
                     "lambda": lam, "slope": 1 / lam,
                     "local": {"x": middles, "slope": slopes}})
@@ -166,7 +166,7 @@ def eta_document(base: CommitteeParams = PLATEAU, etas: Sequence[float] = ETAS) 
     eta_max = largest_learning_rate(base.K, "erf")
     above = _solve(replace(base, eta=ABOVE * eta_max), t_end=ABOVE_T_END)
     grid = np.linspace(0.0, eta_max, N_ETA_CURVE)
-    return _stable({"params": base.as_dict(), "activation": "erf", "runs": runs,
+    return _stable({"params": recorded(base), "activation": "erf", "runs": runs,
                     "eta_max": eta_max,
                     "above": {"eta": ABOVE * eta_max, "factor": ABOVE, "series": _series(above),
                               "eps_end": float(_floored(above.final["eps_g"]))},
@@ -205,7 +205,7 @@ def noise_document(Ks: Iterable[int] = NOISY_K) -> dict:
     >>> doc["runs"][0]["fixed_point"]["eps_g"] > 0  # doctest: +SKIP
     True
     """
-    fields = {k: v for k, v in NOISY.as_dict().items() if k != "K"}
+    fields = {k: v for k, v in recorded(NOISY).items() if k != "K"}
     return _stable({"params": fields, "activation": "erf", "t_end": NOISY_T_END,
                     "runs": [_noisy_run(K) for K in Ks]})
 
