@@ -19,48 +19,34 @@ definitions, and the gradient part is asserted to be ``-M grad eps_g`` under the
 
 from __future__ import annotations
 
-import itertools
 import random
 from dataclasses import dataclass
 
 import sympy as sp
 
 from ._symbolic import Drift
-from ._teacher_student import _expect, _Overlaps, pullback_mobility
+from ._teacher_student import OnlineSGD, _expect, _Overlaps, pullback_mobility, sgd_terms
 
 __all__ = ["SecondLayerSGD", "online_sgd_second_layer"]
 
 
 @dataclass(frozen=True)
-class SecondLayerSGD:
-    """The reduced dynamics of :func:`online_sgd_second_layer`.
+class SecondLayerSGD(OnlineSGD):
+    """The reduced dynamics of :func:`online_sgd_second_layer`: an
+    :class:`~reduced_odes.OnlineSGD` whose state ends with the read-out weights.
 
     Attributes
     ----------
-    state : tuple of Symbol
-        ``Q_i_k`` (``i <= k``), ``R_i_n``, then ``v_i``, 1-based.
-    Q, R, v : Matrix
-        The overlaps and the student's read-out weights (a column).
-    eta, noise, v_rate, v_star : Symbol
-        The learning rate, the output noise's standard deviation, the read-out's learning
-        rate relative to ``eta`` (``eta_v / eta``) and the teacher's read-out weight.
-    loss, rates, mobility, drifts, samples
-        As :class:`~reduced_odes.OnlineSGD`'s.
+    v : Matrix
+        The student's read-out weights ``v_i`` (a column; the state's last ``K``).
+    v_rate, v_star : Symbol
+        The read-out's learning rate relative to ``eta`` (``eta_v / eta``) and the
+        teacher's read-out weight.
     """
 
-    state: tuple[sp.Symbol, ...]
-    Q: sp.Matrix
-    R: sp.Matrix
-    v: sp.Matrix
-    eta: sp.Symbol
-    noise: sp.Symbol
-    v_rate: sp.Symbol
-    v_star: sp.Symbol
-    loss: sp.Expr
-    rates: sp.Matrix
-    mobility: sp.Matrix
-    drifts: tuple[Drift, ...]
-    samples: tuple[dict, ...]
+    v: sp.Matrix = None
+    v_rate: sp.Symbol = None
+    v_star: sp.Symbol = None
 
 
 def online_sgd_second_layer(K: int, M: int, activation: str, *,
@@ -70,15 +56,10 @@ def online_sgd_second_layer(K: int, M: int, activation: str, *,
 
     Parameters
     ----------
-    K, M : int
-        Hidden units of the student and of the teacher.
-    activation : str
-        A registered activation.
-    learning_rate_terms : bool
-        Derive the ``eta E[delta_i delta_k]`` term (with the noise's part); without it the
-        reduction is the limit ``eta -> 0`` (at a fixed ``eta_v / eta``).
-    check_points : int
-        Random realisable states at which the gradient part is asserted.
+    K, M, activation, learning_rate_terms, check_points
+        As :func:`~reduced_odes.online_sgd_reduction`'s (the teacher's overlaps are the
+        identity; without the learning-rate term, the limit ``eta -> 0`` at a fixed
+        ``eta_v / eta``).
 
     Returns
     -------
@@ -102,43 +83,22 @@ def online_sgd_second_layer(K: int, M: int, activation: str, *,
     eta, noise = sp.Symbol("eta", nonnegative=True), sp.Symbol("noise", nonnegative=True)
     v_rate, v_star = sp.Symbol("v_rate", nonnegative=True), sp.Symbol("v_star", real=True)
     v = sp.Matrix([sp.Symbol(f"v_{i + 1}", real=True) for i in range(K)])
-    students, teachers = [("l", i) for i in range(K)], [("n", n) for n in range(M)]
     # phi* - phi as weighted g-factors: +v* g(nu_n), -v_j g(lambda_j).
-    error = [(v_star, f) for f in teachers] + [(-v[j], f) for j, f in enumerate(students)]
-
-    def E(*factors) -> sp.Expr:
-        return _expect(activation, factors, fields)
-
-    loss = sp.Rational(1, 2) * sum((a * b * E(("g", f), ("g", h))
-                                    for (a, f), (b, h) in itertools.product(error, error)),
-                                   sp.Integer(0))
-
-    def delta_times(i: int, field) -> sp.Expr:  # E[delta_i field], delta_i = v_i g'(l_i)(phi*-phi)
-        return v[i] * sum((a * E(("dg", students[i]), ("x", field), ("g", f)) for a, f in error),
-                          sp.Integer(0))
-
-    def delta_delta(i: int, k: int) -> sp.Expr:  # E[delta_i delta_k], output noise included
-        pairs = sum((a * b * E(("dg", students[i]), ("dg", students[k]), ("g", f), ("g", h))
-                     for (a, f), (b, h) in itertools.product(error, error)), sp.Integer(0))
-        return v[i] * v[k] * (pairs + noise**2 * E(("dg", students[i]), ("dg", students[k])))
-
-    gradient, learning = [], []
-    for i, k in itertools.combinations_with_replacement(range(K), 2):
-        gradient.append(delta_times(i, students[k]) + delta_times(k, students[i]))
-        learning.append(eta * delta_delta(i, k) if learning_rate_terms else sp.Integer(0))
-    for i, n in itertools.product(range(K), range(M)):
-        gradient.append(delta_times(i, teachers[n]))
-    for i in range(K):
-        gradient.append(v_rate * sum((a * E(("g", students[i]), ("g", f)) for a, f in error),
-                                     sp.Integer(0)))
-    learning += [sp.Integer(0)] * (len(gradient) - len(learning))
+    error = [(v_star, ("n", n)) for n in range(M)] + [(-v[j], ("l", j)) for j in range(K)]
+    loss, gradient, learning = sgd_terms(activation, fields, error, list(v), eta, noise,
+                                         learning_rate_terms)
+    for i in range(K):  # dv_i/dt = v_rate E[g(lambda_i)(phi* - phi)]
+        gradient.append(v_rate * sum((a * _expect(activation, (("g", ("l", i)), ("g", f)),
+                                                  fields) for a, f in error), sp.Integer(0)))
+        learning.append(sp.Integer(0))
     drifts = (Drift("learning-rate term eta E[delta_i delta_k] (output noise included)",
                     sp.Matrix(learning), {eta: 0}),) if learning_rate_terms else ()
     mobility = sp.diag(pullback_mobility(fields.definitions, [f"w{i + 1}" for i in range(K)],
                                          fields.known()), v_rate * sp.eye(K))
-    return SecondLayerSGD((*fields.state, *v), fields.Q, fields.R, v, eta, noise, v_rate,
-                          v_star, loss, sp.Matrix(gradient) + sp.Matrix(learning), mobility,
-                          drifts, _with_readouts(fields.samples(check_points), v))
+    return SecondLayerSGD((*fields.state, *v), fields.Q, fields.R, sp.eye(M), eta, noise, loss,
+                          sp.Matrix(gradient) + sp.Matrix(learning), mobility, drifts,
+                          _with_readouts(fields.samples(check_points), v), v=v,
+                          v_rate=v_rate, v_star=v_star)
 
 
 def _with_readouts(samples: tuple[dict, ...], v: sp.Matrix) -> tuple[dict, ...]:

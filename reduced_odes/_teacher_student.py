@@ -257,34 +257,10 @@ def online_sgd_reduction(K: int, M: int, activation: str, *, T: sp.Matrix | None
                                                   f"numbers, got {T}")
     fields = _Overlaps(K, M, T)
     eta, noise = sp.Symbol("eta", nonnegative=True), sp.Symbol("noise", nonnegative=True)
-    students = [("l", i) for i in range(K)]
-    teachers = [("n", n) for n in range(M)]
     # phi* - phi as signed g-factors: +g(nu_n), -g(lambda_j).
-    error = [(1, f) for f in teachers] + [(-1, f) for f in students]
-
-    def E(*factors: Factor) -> sp.Expr:
-        return _expect(activation, factors, fields)
-
-    loss = sp.Rational(1, 2) * sum((s1 * s2 * E(("g", f1), ("g", f2))
-                                    for (s1, f1), (s2, f2) in itertools.product(error, error)),
-                                   sp.Integer(0))
-
-    def delta_times(i: int, field) -> sp.Expr:  # E[delta_i * field], delta_i = g'(l_i)(phi*-phi)
-        return sum((s * E(("dg", students[i]), ("x", field), ("g", f)) for s, f in error),
-                   sp.Integer(0))
-
-    def delta_delta(i: int, k: int) -> sp.Expr:  # E[delta_i delta_k], output noise included
-        pairs = sum((s1 * s2 * E(("dg", students[i]), ("dg", students[k]), ("g", f1), ("g", f2))
-                     for (s1, f1), (s2, f2) in itertools.product(error, error)), sp.Integer(0))
-        return pairs + noise**2 * E(("dg", students[i]), ("dg", students[k]))
-
-    gradient, learning = [], []
-    for i, k in itertools.combinations_with_replacement(range(K), 2):
-        gradient.append(delta_times(i, students[k]) + delta_times(k, students[i]))
-        learning.append(eta * delta_delta(i, k) if learning_rate_terms else sp.Integer(0))
-    for i, n in itertools.product(range(K), range(M)):
-        gradient.append(delta_times(i, teachers[n]))
-        learning.append(sp.Integer(0))
+    error = [(1, ("n", n)) for n in range(M)] + [(-1, ("l", j)) for j in range(K)]
+    loss, gradient, learning = sgd_terms(activation, fields, error, [1] * K, eta, noise,
+                                         learning_rate_terms)
     drifts = (Drift("learning-rate term eta E[delta_i delta_k] (output noise included)",
                     sp.Matrix(learning), {eta: 0}),) if learning_rate_terms else ()
     rates = sp.Matrix(gradient) + (sp.Matrix(learning) if learning_rate_terms else
@@ -293,6 +269,41 @@ def online_sgd_reduction(K: int, M: int, activation: str, *, T: sp.Matrix | None
                                  fields.known())
     return OnlineSGD(fields.state, fields.Q, fields.R, T, eta, noise, loss, rates, mobility,
                      drifts, fields.samples(check_points))
+
+
+def sgd_terms(activation: str, fields: _Overlaps, error: list, readout: Sequence,
+              eta: sp.Symbol, noise: sp.Symbol,
+              learning_rate_terms: bool) -> tuple[sp.Expr, list, list]:
+    """``eps_g`` and, per ``Q_i_k`` then ``R_i_n``, the gradient and learning-rate parts, with
+    ``delta_i = readout_i g'(lambda_i)(phi* - phi)``, ``phi* - phi`` as ``error`` pairs."""
+    K, M = fields.K, fields.M
+    students, teachers = [("l", i) for i in range(K)], [("n", n) for n in range(M)]
+
+    def E(*factors: Factor) -> sp.Expr:
+        return _expect(activation, factors, fields)
+
+    loss = sp.Rational(1, 2) * sum((s1 * s2 * E(("g", f1), ("g", f2))
+                                    for (s1, f1), (s2, f2) in itertools.product(error, error)),
+                                   sp.Integer(0))
+
+    def delta_times(i: int, field) -> sp.Expr:  # E[delta_i * field]
+        return readout[i] * sum((s * E(("dg", students[i]), ("x", field), ("g", f))
+                                 for s, f in error), sp.Integer(0))
+
+    def delta_delta(i: int, k: int) -> sp.Expr:  # E[delta_i delta_k], output noise included
+        pairs = sum((s1 * s2 * E(("dg", students[i]), ("dg", students[k]), ("g", f1), ("g", f2))
+                     for (s1, f1), (s2, f2) in itertools.product(error, error)), sp.Integer(0))
+        return readout[i] * readout[k] * (pairs + noise**2 * E(("dg", students[i]),
+                                                                ("dg", students[k])))
+
+    gradient, learning = [], []
+    for i, k in itertools.combinations_with_replacement(range(K), 2):
+        gradient.append(delta_times(i, students[k]) + delta_times(k, students[i]))
+        learning.append(eta * delta_delta(i, k) if learning_rate_terms else sp.Integer(0))
+    for i, n in itertools.product(range(K), range(M)):
+        gradient.append(delta_times(i, teachers[n]))
+        learning.append(sp.Integer(0))
+    return loss, gradient, learning
 
 
 class _Representatives:

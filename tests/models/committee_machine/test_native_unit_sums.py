@@ -13,7 +13,7 @@ from reduced_odes._backend import native_available
 from reduced_odes.models.committee_machine import MODEL, CommitteeParams, overlap_state
 
 from .reference import reference_solution
-from .test_widths import _realisable, _wide_case
+from .test_widths import _realisable, _wide_case, assert_same_flow
 
 pytestmark = [pytest.mark.skipif(not native_available(), reason="numba is not installed"),
               pytest.mark.usefixtures("lasting_cache")]
@@ -38,17 +38,8 @@ def test_native_unit_sums_equal_the_pure_ones(K, M, eta, noise):
     native = _native(pure)
     assert native.state_names == pure.state_names
     assert native.observable_names == pure.observable_names
-    rng = np.random.default_rng(K + 10 * M)
-    for _ in range(5):
-        y = _state(pure, *_realisable(rng, K, M))
-        # The same closed forms summed in another order: round-off, ~1e-15.
-        np.testing.assert_allclose(native.rhs(0.0, y, eta, noise), pure.rhs(0.0, y, eta, noise),
-                                   rtol=1e-12, atol=1e-14)
-        # The derived gradients of the same kernels, the same chain rule: round-off again.
-        np.testing.assert_allclose(native.jac(0.0, y, eta, noise), pure.jac(0.0, y, eta, noise),
-                                   rtol=1e-12, atol=1e-13)
-        np.testing.assert_allclose(native.observables(y, eta, noise),
-                                   pure.observables(y, eta, noise), rtol=1e-12, atol=1e-14)
+    # Both sum the same closed forms: round-off (assert_same_flow's tolerances).
+    assert_same_flow(native, pure, np.random.default_rng(K + 10 * M), K, M, eta, noise)
 
 
 @pytest.mark.parametrize("activation, K, M, eta, noise", [
@@ -57,17 +48,7 @@ def test_native_unit_sums_equal_the_unrolled_system(activation, K, M, eta, noise
     structure = {"K": K, "M": M, "finite_eta": eta > 0}
     unrolled = load_system(MODEL, activation, structure=structure)
     native = _native(load_system(MODEL, activation, structure={**structure, "indexed": True}))
-    rng = np.random.default_rng(3 * K + M)
-    for _ in range(5):
-        y = _state(unrolled, *_realisable(rng, K, M))
-        # The derived expressions, unrolled, against the loops over the same kernels.
-        np.testing.assert_allclose(native.rhs(0.0, y, eta, noise),
-                                   unrolled.rhs(0.0, y, eta, noise), rtol=1e-12, atol=1e-14)
-        np.testing.assert_allclose(native.jac(0.0, y, eta, noise),
-                                   np.array(unrolled.jac(0.0, y, eta, noise), dtype=float),
-                                   rtol=1e-12, atol=1e-13)
-        np.testing.assert_allclose(native.observables(y, eta, noise),
-                                   unrolled.observables(y, eta, noise), rtol=1e-12, atol=1e-14)
+    assert_same_flow(native, unrolled, np.random.default_rng(3 * K + M), K, M, eta, noise)
 
 
 def test_a_new_width_compiles_nothing():

@@ -37,20 +37,25 @@ def test_unit_sums_equal_the_unrolled_system(activation, K, M, eta, noise):
     assert indexed.path is None and indexed.state_names == unrolled.state_names
     assert indexed.observable_names == unrolled.observable_names
     assert indexed.domain_labels == unrolled.domain_labels
-    rng = np.random.default_rng(7 * K + M)
+    assert_same_flow(indexed, unrolled, np.random.default_rng(7 * K + M), K, M, eta, noise)
+
+
+def assert_same_flow(system, reference, rng, K: int, M: int, eta: float, noise: float) -> None:
+    """``system``'s rates, Jacobian and observables equal ``reference``'s at five random
+    realisable overlaps."""
     for _ in range(5):
         state = overlap_state(*_realisable(rng, K, M))
-        y = np.array([state[name] for name in unrolled.state_names])
+        y = np.array([state[name] for name in reference.state_names])
         # The same closed forms summed in another order: round-off, ~1e-15.
-        np.testing.assert_allclose(indexed.rhs(0.0, y, eta, noise),
-                                   unrolled.rhs(0.0, y, eta, noise), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(system.rhs(0.0, y, eta, noise),
+                                   reference.rhs(0.0, y, eta, noise), rtol=1e-12, atol=1e-14)
         # The analytic Jacobian (chain rule through the kernels' entries) against the
-        # derived one: round-off again.
-        np.testing.assert_allclose(indexed.jac(0.0, y, eta, noise),
-                                   np.array(unrolled.jac(0.0, y, eta, noise), dtype=float),
+        # derived one (or the other path's): round-off again.
+        np.testing.assert_allclose(system.jac(0.0, y, eta, noise),
+                                   np.array(reference.jac(0.0, y, eta, noise), dtype=float),
                                    rtol=1e-12, atol=1e-13)
-        np.testing.assert_allclose(indexed.observables(y, eta, noise),
-                                   unrolled.observables(y, eta, noise), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(system.observables(y, eta, noise),
+                                   reference.observables(y, eta, noise), rtol=1e-12, atol=1e-14)
 
 
 def test_unit_sums_jacobian_equals_finite_differences_when_wide():
