@@ -42,6 +42,7 @@ _LAZY = {
     **dict.fromkeys(("OnlineSGD", "SymmetricSGD", "online_sgd_reduction", "pullback_mobility",
                      "symmetric_online_sgd"), "_teacher_student"),
     **dict.fromkeys(("indexed_online_sgd",), "_unit_sums"),
+    **dict.fromkeys(("SecondLayerSGD", "online_sgd_second_layer"), "_second_layer"),
     **dict.fromkeys(("StructuredSystem",), "_structured"),
     **dict.fromkeys(("GaussianExpectation", "gaussian_expectation"), "_gaussian"),
     **dict.fromkeys(("ACTIVATIONS", "Activation", "activation", "register_activation"),
@@ -151,6 +152,10 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         ScalingFit as ScalingFit,
         fit_law as fit_law,
         measure_scaling as measure_scaling,
+    )
+    from ._second_layer import (
+        SecondLayerSGD as SecondLayerSGD,
+        online_sgd_second_layer as online_sgd_second_layer,
     )
     from ._setting import Setting as Setting
     from ._stop_rules import (

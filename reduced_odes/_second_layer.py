@@ -42,6 +42,12 @@ class SecondLayerSGD(OnlineSGD):
     v_rate, v_star : Symbol
         The read-out's learning rate relative to ``eta`` (``eta_v / eta``) and the
         teacher's read-out weight.
+
+    Examples
+    --------
+    >>> sgd = online_sgd_second_layer(1, 1, "linear", learning_rate_terms=False)
+    >>> sgd.v.T, sgd.mobility[2, 2]
+    (Matrix([[v_1]]), v_rate)
     """
 
     v: sp.Matrix = None

@@ -225,14 +225,14 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         roles as roles,
     )
     from reduced_odes._scaling import fit_law as fit_law
+    from reduced_odes._second_layer import (
+        SecondLayerSGD as SecondLayerSGD,
+        online_sgd_second_layer as online_sgd_second_layer,
+    )
     from reduced_odes._stats import t_interval as t_interval
     from reduced_odes._stop_rules import (
         Crossing as Crossing,
         SettledRule as SettledRule,
-    )
-    from reduced_odes._second_layer import (
-        SecondLayerSGD as SecondLayerSGD,
-        online_sgd_second_layer as online_sgd_second_layer,
     )
     from reduced_odes._structured import StructuredSystem as StructuredSystem
     from reduced_odes._sweep import run_sweep as run_sweep
