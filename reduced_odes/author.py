@@ -108,7 +108,7 @@ _PROVISIONAL = {
     **dict.fromkeys(("Continuation", "continue_branch"), "_continuation"),
     **dict.fromkeys(("fit_law",), "_scaling"),
     **dict.fromkeys(("plateau_predictions",), "_plateaus"),
-    **dict.fromkeys(("prediction_claims",), "_prediction_claims"),
+    **dict.fromkeys(("PredictionClaims", "prediction_claims"), "_prediction_claims"),
     # The one JSON-safe encoding (rounded to significant digits if asked).
     **dict.fromkeys(("json_safe",), "_io"),
     **dict.fromkeys(("FIGURE_DIGITS",), "_reproduce"),
@@ -205,6 +205,7 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         geometric_sum as geometric_sum,
         token as token,
     )
+    from reduced_odes._prediction_claims import PredictionClaims as PredictionClaims
     from reduced_odes._prediction_claims import prediction_claims as prediction_claims
     from reduced_odes._progress import Progress as Progress
     from reduced_odes._provenance import versions as versions
