@@ -104,7 +104,7 @@ _PROVISIONAL = {
     # One Gaussian kernel as numbers (closed form or numerical), for rates summed by index.
     **dict.fromkeys(("KernelFunctions", "gaussian_kernel"), "_kernel_functions"),
     # The analysis of a flow: fixed points, continuation, scaling laws (for claims).
-    **dict.fromkeys(("Flow", "find_fixed_points"), "_fixed_points"),
+    **dict.fromkeys(("Flow", "classify", "find_fixed_points", "newton"), "_fixed_points"),
     **dict.fromkeys(("Continuation", "continue_branch"), "_continuation"),
     **dict.fromkeys(("fit_law",), "_scaling"),
     **dict.fromkeys(("plateau_predictions",), "_plateaus"),
@@ -169,7 +169,9 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     )
     from reduced_odes._fixed_points import (
         Flow as Flow,
+        classify as classify,
         find_fixed_points as find_fixed_points,
+        newton as newton,
     )
     from reduced_odes._gaussian import (
         GaussianExpectation as GaussianExpectation,
