@@ -62,3 +62,18 @@ def test_the_deep_linear_networks_exact_time():
     # 1e-8: root-finding on the native dense output at rtol 1e-11 against the closed form.
     assert phase_time(setting, "T_half") == pytest.approx(
         math.log(2.0 / 1e-8 - 1) / 4, rel=1e-8)
+
+
+def test_the_phase_diagrams_task_reads_it_natively(monkeypatch):
+    """``diagram_task`` on the native backend takes this path, and gives the same value."""
+    from reduced_odes import _integrate, _phase_diagram
+    from reduced_odes._native._phase_times import phase_time
+    from reduced_odes._phase_diagram import diagram_task
+
+    values = {"eta": 1.5, "asymmetry": 1e-4}
+    expected = phase_time(_setting(values), "T_escape")
+    for module in (_integrate, _phase_diagram):
+        monkeypatch.setattr(module, "solve", lambda *a, **k: pytest.fail("solved whole"))
+    task = {"model": "committee_machine", "K": 2, "M": 2, "activation": "erf",
+            "backend": "numba", "quantity": "T_escape", **values}
+    assert diagram_task(task) == {"value": expected}
