@@ -218,6 +218,36 @@ def _expect(activation: str, factors: Sequence[Factor], fields: _Overlaps) -> sp
                             for a in range(len(distinct)) for b in range(a, len(distinct))})
 
 
+class _UnitTerms:
+    """The expectations online SGD is made of, at the fields' overlaps: the loss,
+    ``E[delta_i x]`` and ``E[delta_i delta_k]``, ``delta_i = g'(lambda_i)(phi* - phi)``."""
+
+    def __init__(self, activation: str, fields: _Overlaps, noise: sp.Symbol):
+        self.activation, self.fields, self.noise = activation, fields, noise
+        self.students = [("l", i) for i in range(fields.K)]
+        self.teachers = [("n", n) for n in range(fields.M)]
+        # phi* - phi as signed g-factors: +g(nu_n), -g(lambda_j).
+        self.error = [(1, f) for f in self.teachers] + [(-1, f) for f in self.students]
+        self.error_pairs = list(itertools.product(self.error, self.error))
+
+    def E(self, *factors: Factor) -> sp.Expr:
+        return _expect(self.activation, factors, self.fields)
+
+    def loss(self) -> sp.Expr:
+        return sp.Rational(1, 2) * sum((s1 * s2 * self.E(("g", f1), ("g", f2))
+                                        for (s1, f1), (s2, f2) in self.error_pairs), sp.Integer(0))
+
+    def delta_times(self, i: int, field) -> sp.Expr:  # E[delta_i * field]
+        return sum((s * self.E(("dg", self.students[i]), ("x", field), ("g", f))
+                    for s, f in self.error), sp.Integer(0))
+
+    def delta_delta(self, i: int, k: int) -> sp.Expr:  # E[delta_i delta_k], with output noise
+        di, dk = ("dg", self.students[i]), ("dg", self.students[k])
+        pairs = sum((s1 * s2 * self.E(di, dk, ("g", f1), ("g", f2))
+                     for (s1, f1), (s2, f2) in self.error_pairs), sp.Integer(0))
+        return pairs + self.noise**2 * self.E(di, dk)
+
+
 def online_sgd_reduction(K: int, M: int, activation: str, *, T: sp.Matrix | None = None,
                          learning_rate_terms: bool = True, check_points: int = 3) -> OnlineSGD:
     """Derive online SGD's order-parameter ODEs for a soft committee machine and its teacher.
@@ -257,33 +287,14 @@ def online_sgd_reduction(K: int, M: int, activation: str, *, T: sp.Matrix | None
                                                   f"numbers, got {T}")
     fields = _Overlaps(K, M, T)
     eta, noise = sp.Symbol("eta", nonnegative=True), sp.Symbol("noise", nonnegative=True)
-    students = [("l", i) for i in range(K)]
-    teachers = [("n", n) for n in range(M)]
-    # phi* - phi as signed g-factors: +g(nu_n), -g(lambda_j).
-    error = [(1, f) for f in teachers] + [(-1, f) for f in students]
-
-    def E(*factors: Factor) -> sp.Expr:
-        return _expect(activation, factors, fields)
-
-    loss = sp.Rational(1, 2) * sum((s1 * s2 * E(("g", f1), ("g", f2))
-                                    for (s1, f1), (s2, f2) in itertools.product(error, error)),
-                                   sp.Integer(0))
-
-    def delta_times(i: int, field) -> sp.Expr:  # E[delta_i * field], delta_i = g'(l_i)(phi*-phi)
-        return sum((s * E(("dg", students[i]), ("x", field), ("g", f)) for s, f in error),
-                   sp.Integer(0))
-
-    def delta_delta(i: int, k: int) -> sp.Expr:  # E[delta_i delta_k], output noise included
-        pairs = sum((s1 * s2 * E(("dg", students[i]), ("dg", students[k]), ("g", f1), ("g", f2))
-                     for (s1, f1), (s2, f2) in itertools.product(error, error)), sp.Integer(0))
-        return pairs + noise**2 * E(("dg", students[i]), ("dg", students[k]))
-
+    terms = _UnitTerms(activation, fields, noise)
+    loss, students = terms.loss(), terms.students
     gradient, learning = [], []
     for i, k in itertools.combinations_with_replacement(range(K), 2):
-        gradient.append(delta_times(i, students[k]) + delta_times(k, students[i]))
-        learning.append(eta * delta_delta(i, k) if learning_rate_terms else sp.Integer(0))
+        gradient.append(terms.delta_times(i, students[k]) + terms.delta_times(k, students[i]))
+        learning.append(eta * terms.delta_delta(i, k) if learning_rate_terms else sp.Integer(0))
     for i, n in itertools.product(range(K), range(M)):
-        gradient.append(delta_times(i, teachers[n]))
+        gradient.append(terms.delta_times(i, terms.teachers[n]))
         learning.append(sp.Integer(0))
     drifts = (Drift("learning-rate term eta E[delta_i delta_k] (output noise included)",
                     sp.Matrix(learning), {eta: 0}),) if learning_rate_terms else ()
