@@ -247,8 +247,7 @@ def indexed_online_sgd(K: int, M: int, activation: str, *, finite_eta: bool = Tr
     Returns
     -------
     StructuredSystem
-        Observables ``eps_g``, ``specialisation``, ``speed``; for ``relu`` the domain
-        ``Q_i_i > 0``.
+        Observables ``eps_g``, ``specialisation``, ``speed``; for ``relu`` the domain Q_i_i > 0.
 
     Examples
     --------
