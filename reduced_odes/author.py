@@ -104,11 +104,11 @@ _PROVISIONAL = {
     # One Gaussian kernel as numbers (closed form or numerical), for rates summed by index.
     **dict.fromkeys(("KernelFunctions", "gaussian_kernel"), "_kernel_functions"),
     # The analysis of a flow: fixed points, continuation, scaling laws (for claims).
-    **dict.fromkeys(("Flow", "find_fixed_points"), "_fixed_points"),
+    **dict.fromkeys(("Flow", "classify", "find_fixed_points", "newton"), "_fixed_points"),
     **dict.fromkeys(("Continuation", "continue_branch"), "_continuation"),
     **dict.fromkeys(("fit_law",), "_scaling"),
     **dict.fromkeys(("plateau_predictions",), "_plateaus"),
-    **dict.fromkeys(("prediction_claims",), "_prediction_claims"),
+    **dict.fromkeys(("PredictionClaims", "prediction_claims"), "_prediction_claims"),
     # The one JSON-safe encoding (rounded to significant digits if asked).
     **dict.fromkeys(("json_safe",), "_io"),
     **dict.fromkeys(("FIGURE_DIGITS",), "_reproduce"),
@@ -134,19 +134,19 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         Fixed as Fixed, Flow as Flow, GaussianExpectation as GaussianExpectation,
         Identity as Identity, Index as Index, Model as Model, OnlineSGD as OnlineSGD,
         ParameterError as ParameterError, Parameters as Parameters, PositionSum as PositionSum,
-        Range as Range, SettledRule as SettledRule, StructuredSystem as StructuredSystem,
-        SymmetricSGD as SymmetricSGD, activation as activation,
-        assert_conserved as assert_conserved, assert_same as assert_same, choice as choice,
-        continue_branch as continue_branch, declare_order_parameters as declare_order_parameters,
-        expect_product as expect_product, expect_product_explicit as expect_product_explicit,
-        find_fixed_points as find_fixed_points, fit_law as fit_law, flag as flag,
-        gaussian_expectation as gaussian_expectation, geometric_sum as geometric_sum,
-        gradient_flow as gradient_flow, indexed_online_sgd as indexed_online_sgd,
-        integer as integer, interval as interval, load_grid as load_grid,
-        log_coordinate as log_coordinate, metric_gradient as metric_gradient,
-        mixture_expectation as mixture_expectation, mobility_gradient as mobility_gradient,
-        online_sgd_reduction as online_sgd_reduction, parameter as parameter,
-        plateau_predictions as plateau_predictions, positive as positive,
+        PredictionClaims as PredictionClaims, Range as Range, SettledRule as SettledRule,
+        StructuredSystem as StructuredSystem, SymmetricSGD as SymmetricSGD,
+        activation as activation, assert_conserved as assert_conserved, assert_same as assert_same,
+        choice as choice, continue_branch as continue_branch,
+        declare_order_parameters as declare_order_parameters, expect_product as expect_product,
+        expect_product_explicit as expect_product_explicit, find_fixed_points as find_fixed_points,
+        fit_law as fit_law, flag as flag, gaussian_expectation as gaussian_expectation,
+        geometric_sum as geometric_sum, gradient_flow as gradient_flow,
+        indexed_online_sgd as indexed_online_sgd, integer as integer, interval as interval,
+        load_grid as load_grid, log_coordinate as log_coordinate,
+        metric_gradient as metric_gradient, mixture_expectation as mixture_expectation,
+        mobility_gradient as mobility_gradient, online_sgd_reduction as online_sgd_reduction,
+        parameter as parameter, plateau_predictions as plateau_predictions, positive as positive,
         prediction_claims as prediction_claims, pullback_mobility as pullback_mobility,
         read_results as read_results, register_activation as register_activation, relu as relu,
         run_sweep as run_sweep, symmetric_online_sgd as symmetric_online_sgd, token as token,
@@ -176,6 +176,10 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         sci as sci,
         shade_spans as shade_spans,
         stamp as stamp,
+    )
+    from reduced_odes._fixed_points import (
+        classify as classify,
+        newton as newton,
     )
     from reduced_odes._io import json_safe as json_safe
     from reduced_odes._kernel_functions import (
