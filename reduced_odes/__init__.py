@@ -140,8 +140,10 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         geometric_sum as geometric_sum,
         token as token,
     )
-    from ._prediction_claims import PredictionClaims as PredictionClaims
-    from ._prediction_claims import prediction_claims as prediction_claims
+    from ._prediction_claims import (
+        PredictionClaims as PredictionClaims,
+        prediction_claims as prediction_claims,
+    )
     from ._provenance import versions as versions
     from ._registry import (
         get_model as get_model,

@@ -101,15 +101,12 @@ def gaussian_expectation(
 ) -> GaussianExpectation:
     """Expectation of ``expr`` over the centred Gaussian ``variables``.
 
-    Without ``covariance`` the variables are independent standard normals and
-    ``expr`` a sum of terms ``poly(x) * exp(quadratic(x))``; products of
-    exponentials are combined automatically.  Coefficients may be symbolic.
-
-    With a ``covariance``, or when ``expr`` contains activations -- ``erf(c*x)``,
-    ``Heaviside(x)``, ``Max(0, x)``, ``DiracDelta(x)`` of single variables -- the
-    expectation is derived by :mod:`reduced_odes._expectation` (Gaussian
-    tilting, conditioning, Stein's lemma and Price's theorem); its exponents
-    must then be quadratic forms without linear terms.
+    Without ``covariance`` the variables are independent standard normals and ``expr`` a
+    sum of terms ``poly(x) * exp(quadratic(x))`` (symbolic coefficients allowed).  With a
+    ``covariance``, or activations (``erf(c*x)``, ``Heaviside(x)``, ``Max(0, x)``,
+    ``DiracDelta(x)`` of single variables), :mod:`reduced_odes._expectation` derives it
+    (tilting, conditioning, Stein's lemma and Price's theorem); its exponents must then be
+    quadratic forms without linear terms.
 
     Parameters
     ----------
@@ -157,6 +154,12 @@ def gaussian_expectation(
     xs = list(variables)
     if covariance is not None or has_activation(expr, xs):
         return expectation(expr, xs, covariance)
+    return _expect_sum(expr, xs)
+
+
+def _expect_sum(expr: sp.Expr, xs: list[sp.Symbol]) -> GaussianExpectation:
+    """The expectation of a sum of ``poly(x) * exp(quadratic(x))`` over standard normals,
+    term by term (products of exponentials combined first)."""
     expanded = sp.expand(sp.powsimp(sp.sympify(expr), combine="exp"), power_exp=False)
     terms = [sp.powsimp(t, combine="exp") for t in sp.Add.make_args(expanded)]
     results = [_expect_term(t, xs) for t in terms]

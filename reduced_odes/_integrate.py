@@ -73,7 +73,9 @@ def solve(params_or_setting: Parameters | Setting, /, variant: str | None = None
         Method and tolerances (default LSODA, rtol 1e-10, atol 1e-12).  With
         ``t_end=None`` the run continues until the model's stop rule says every
         block of the state has settled, and then ``model.tail`` times as long
-        again; with a ``t_end`` it runs exactly to ``t_end``.
+        again; with a ``t_end`` it runs exactly to ``t_end``.  With ``cross_check=True``
+        each phase time gets an error estimate from a second solve at a hundredth of the
+        tolerances, ill-conditioned ones marked (``Trajectory.conditioning``).
     thresholds : Parameters, optional
         The model's phase definitions (``model.Thresholds``), if it has any.
     initial : mapping or sequence, optional
@@ -99,12 +101,6 @@ def solve(params_or_setting: Parameters | Setting, /, variant: str | None = None
         its partial :class:`Trajectory` as ``.trajectory``: the phases reached before the
         stop, with the times of an uninterrupted run.
 
-    Notes
-    -----
-    With ``SolverConfig(cross_check=True)`` each phase time gets an error estimate from a
-    second solve at a hundredth of the tolerances, and ill-conditioned ones are marked
-    (:func:`cross_checked`; ``Trajectory.conditioning``).
-
     Examples
     --------
     >>> from reduced_odes.models.deep_linear import DeepLinearParams
@@ -113,6 +109,19 @@ def solve(params_or_setting: Parameters | Setting, /, variant: str | None = None
     >>> abs(traj.phases["T_half"] / (math.log(1 / 1e-6 - 1) / 2) - 1) < 1e-8
     True
     """
+    setting = _as_setting(params_or_setting, variant, solver, thresholds, initial, model)
+    result = _solve_with_fallback(setting)
+    if setting.solver.cross_check:
+        result = cross_checked(result, setting, _solve_on)
+    if result.fallback_reason is not None:  # for a job that sees no trajectory (verify)
+        note_retry(f"{run_label(setting)}: {result.fallback_reason}")
+    return result
+
+
+def _as_setting(params_or_setting: Parameters | Setting, variant: str | None,
+                solver: SolverConfig | None, thresholds: Parameters | None, initial,
+                model: Model | str | None) -> Setting:
+    """The setting :func:`solve` runs, its backend resolved (``auto`` to the one installed)."""
     if isinstance(params_or_setting, Setting):
         given = {"variant": variant, "solver": solver, "thresholds": thresholds,
                  "initial": initial, "model": model}
@@ -126,20 +135,20 @@ def solve(params_or_setting: Parameters | Setting, /, variant: str | None = None
     backend = resolve(setting.solver.backend)
     if backend != setting.solver.backend:  # ``replace`` validates every field again
         setting = setting.with_solver(dataclasses.replace(setting.solver, backend=backend))
+    return setting
+
+
+def _solve_with_fallback(setting: Setting) -> Trajectory:
+    """One run of ``setting``; if it fails, the run again on the other backend (if any)."""
     try:
-        result = _solve_on(setting)
+        return _solve_on(setting)
     except DomainError as first:
         other = _other_backend(setting.solver.backend)
         if other is None:
             raise
-        result = _retried(setting.with_solver(dataclasses.replace(setting.solver,
-                                                                  backend=other)),
-                          setting.solver.backend, first)
-    if setting.solver.cross_check:
-        result = cross_checked(result, setting, _solve_on)
-    if result.fallback_reason is not None:  # for a job that sees no trajectory (verify)
-        note_retry(f"{run_label(setting)}: {result.fallback_reason}")
-    return result
+        return _retried(setting.with_solver(dataclasses.replace(setting.solver,
+                                                                backend=other)),
+                        setting.solver.backend, first)
 
 
 def _other_backend(backend: str) -> str | None:

@@ -174,19 +174,15 @@ def run_sweep(
         E.g. dask's ``client.get_executor()``; left running.  Default: a
         ``ProcessPoolExecutor(max_workers)``, shut down on return.
     max_workers
-        Processes of the default executor (default: every core); never more than the
-        cores or the pending settings.
+        Processes of the default executor: by default, and at most, one per core (or setting).
     progress
-        Progress on stderr (:class:`~reduced_odes._progress.Progress`); None: only if
-        stderr is a terminal.
+        Progress on stderr (:class:`~reduced_odes._progress.Progress`); None: if a terminal.
     metadata
         JSON-serialisable dict (versions, solver settings, ...) stored in every line.
     prepare
-        Called here once with the settings to run, before the first one starts, and only
-        if some are pending: e.g. to compile what every worker would otherwise compile.
+        Called once with the settings to run (if any) before the first: e.g. to compile.
     collect
-        False: ``records`` is left empty, and the results file is not read back (a job
-        that reports only the counts).
+        False: ``records`` left empty, the file not read back (a job that reports counts).
 
     Examples
     --------
@@ -194,31 +190,36 @@ def run_sweep(
     >>> from concurrent.futures import ThreadPoolExecutor
     >>> from reduced_odes._grid import expand_grid
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "squares.jsonl"
-    >>> square = lambda s: {"y": s["x"] ** 2}
-    >>> with ThreadPoolExecutor(2) as pool:
-    ...     first = run_sweep(expand_grid({"x": [1, 2, 3]}), square, path, executor=pool)
-    ...     again = run_sweep(expand_grid({"x": [1, 2, 3]}), square, path, executor=pool)
+    >>> grid, square = expand_grid({"x": [1, 2, 3]}), lambda s: {"y": s["x"] ** 2}
+    >>> with ThreadPoolExecutor(2) as pool:  # a second run resumes: it skips all three
+    ...     first, again = [run_sweep(grid, square, path, executor=pool) for _ in range(2)]
     >>> [r["result"]["y"] for r in first.records], first.completed, again.skipped, again.completed
     ([1, 4, 9], 3, 3, 0)
     """
     if executor is not None and max_workers is not None:
         raise ValueError("max_workers only applies to the default executor")
-    # Fails early if it is not serialisable; as read back from a line (lists, not tuples), so
-    # that it compares equal to the metadata of the lines it wrote.
-    path = Path(results_path)
-    metadata = json.loads(json.dumps(dict(metadata or {}), default=_tolist))
+    path, metadata = Path(results_path), _as_read_back(metadata)
     todo = _keyed(settings, progress)
     with results_lock(path):
         outcomes = _run_pending(todo, task, path, executor, max_workers, progress, metadata,
                                 prepare)
-        successes = ({r["key"]: r for r in read_results(path, quiet=True)
-                      if _reusable(r, metadata)} if collect else {})
-    pending = sum(outcomes.values())
-    return SweepReport(
-        total=len(todo), skipped=len(todo) - pending, completed=outcomes[True],
-        failed=outcomes[False], results_path=path,
-        records=[successes[key] for key in todo if key in successes],
-    )
+        records = _reusable_records(path, metadata, todo) if collect else []
+    return SweepReport(total=len(todo), skipped=len(todo) - sum(outcomes.values()),
+                       completed=outcomes[True], failed=outcomes[False], results_path=path,
+                       records=records)
+
+
+def _as_read_back(metadata: Mapping[str, Any] | None) -> dict:
+    """``metadata`` as a results line reads it back (lists, not tuples), so that it compares
+    equal to the metadata of the lines it wrote; fails early if it is not serialisable."""
+    return json.loads(json.dumps(dict(metadata or {}), default=_tolist))
+
+
+def _reusable_records(path: Path, metadata: dict, todo: dict[str, GridPoint]) -> list[dict]:
+    """The reusable result line (:func:`_reusable`) of each setting of ``todo`` that has one,
+    in ``todo``'s order."""
+    successes = {r["key"]: r for r in read_results(path, quiet=True) if _reusable(r, metadata)}
+    return [successes[key] for key in todo if key in successes]
 
 
 def _keyed(settings: Iterable[Mapping[str, Any]], progress: bool | None

@@ -226,10 +226,9 @@ def indexed_online_sgd(K: int, M: int, activation: str, *, finite_eta: bool = Tr
                        T=None) -> StructuredSystem:
     """Online SGD's order-parameter flow for ``K`` students and ``M`` teachers, as unit sums.
 
-    The same flow as :func:`~reduced_odes.online_sgd_reduction` (its state, in its order;
-    its rates; its ``eps_g``), evaluated from kernels derived once per activation, so that
-    its cost of building does not grow with ``K`` and ``M``.  The callables take the state
-    and then ``eta, noise``.
+    The flow of :func:`~reduced_odes.online_sgd_reduction` (its state, rates and ``eps_g``)
+    from kernels derived once per activation: building it costs the same at any ``K``,
+    ``M``.  The callables take the state and then ``eta, noise``.
 
     Parameters
     ----------
@@ -247,8 +246,7 @@ def indexed_online_sgd(K: int, M: int, activation: str, *, finite_eta: bool = Tr
     Returns
     -------
     StructuredSystem
-        Observables ``eps_g``, ``specialisation``, ``speed``; for ``relu`` the domain
-        ``Q_i_i > 0``.
+        Observables ``eps_g``, ``specialisation``, ``speed``; for ``relu`` the domain Q_i_i > 0.
 
     Examples
     --------
@@ -259,23 +257,10 @@ def indexed_online_sgd(K: int, M: int, activation: str, *, finite_eta: bool = Tr
     (('Q_1_1', 'R_1_1'), [-0.4, 0.75])
     """
     layout = _Layout(K, M, np.eye(M) if T is None else np.asarray(T, dtype=float))
-    n = len(layout.names)
     gradient, learning = _rate_batches(activation, layout, finite_eta)
     loss = _loss_batches(activation, layout)
-
-    def flow(batched):  # the rates (_summed) or their Jacobian (_differentiated)
-        def of(t, y, eta, noise):
-            covariance = layout.covariance(y)
-            value = batched(gradient, covariance, n)
-            if learning:
-                value += eta * (batched(learning[0], covariance, n)
-                                + noise**2 * batched(learning[1], covariance, n))
-            return value
-
-        return of
-
-    rhs, jac = flow(_summed), flow(_differentiated)
-
+    rhs = _flow(_summed, layout, gradient, learning)
+    jac = _flow(_differentiated, layout, gradient, learning)
     diagonal = [layout.names.index(f"Q_{i + 1}_{i + 1}") for i in range(K)]
     domain = diagonal if activation == "relu" else []
 
@@ -291,13 +276,40 @@ def indexed_online_sgd(K: int, M: int, activation: str, *, finite_eta: bool = Tr
         return [*loss_of(y, eta, noise), _specialisation(layout, y), speed,
                 *margins(y, eta, noise)]
 
-    texts = sorted({b.text for b in [*gradient, *loss, *(b for part in learning for b in part)]})
-    key = hashlib.sha256(repr((K, M, activation, finite_eta, layout.base.tolist(),
-                               texts)).encode()).hexdigest()[:24]
+    key = _cache_key((K, M, activation, finite_eta, layout.base.tolist()),
+                     [*gradient, *loss, *(b for part in learning for b in part)])
     return StructuredSystem(layout.names, ("eps_g", "specialisation", "speed"),
                             tuple(f"{layout.names[i]} > 0" for i in domain), rhs, jac,
                             observables, margins, loss_of, key,
-                            native=("unit_sums", (K, M, activation),
-                                    (("finite_eta", finite_eta),
-                                     ("T", tuple(map(tuple, layout.base.reshape(
-                                         K + M, K + M)[K:, K:].tolist()))))))
+                            native=_native_recipe(K, M, activation, finite_eta, layout))
+
+
+def _native_recipe(K: int, M: int, activation: str, finite_eta: bool, layout: _Layout) -> tuple:
+    """What the native backend builds the same flow from (:mod:`._native._unit_sums`): the
+    sizes and activation, the learning-rate option and the teacher's overlaps."""
+    teacher = layout.base.reshape(K + M, K + M)[K:, K:]
+    return ("unit_sums", (K, M, activation),
+            (("finite_eta", finite_eta), ("T", tuple(map(tuple, teacher.tolist())))))
+
+
+def _flow(batched: Callable, layout: _Layout, gradient: list[_Batch],
+          learning: list[list[_Batch]]) -> Callable:
+    """The rates (``batched`` = :func:`_summed`) or their Jacobian (:func:`_differentiated`)
+    as a function of ``(t, y, eta, noise)``."""
+    n = len(layout.names)
+
+    def of(t, y, eta, noise):
+        covariance = layout.covariance(y)
+        value = batched(gradient, covariance, n)
+        if learning:
+            value += eta * (batched(learning[0], covariance, n)
+                            + noise**2 * batched(learning[1], covariance, n))
+        return value
+
+    return of
+
+
+def _cache_key(setting: tuple, batches: list[_Batch]) -> str:
+    """The compile-cache key: the setting and the text of every kernel the batches use."""
+    texts = sorted({b.text for b in batches})
+    return hashlib.sha256(repr((*setting, texts)).encode()).hexdigest()[:24]

@@ -225,30 +225,15 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     """
     model = get_model(model)
     check_grid(model, grid)
-    variants = list(model.verified_variants or model.variants) if variant in (None, "all") else [
-        model.resolve_variant(variant)]
+    variants = _variants(model, variant)
     settings, skipped = model.verify_settings(grid, variants)
     backend = for_job(backend, len(settings))
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="reduced-odes-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     raw = out_dir / f"verify-{grid}.jsonl"
-    metadata = {"versions": versions(), "solver": SolverConfig(backend=backend).as_dict(),
-                "source": source_stamp()}
-    ref = reference(model)
-    sweep = run_sweep([{"model": ref, **s} for s in settings],
-                      functools.partial(measure_task, backend=backend), raw,
-                      executor=executor, max_workers=max_workers, progress=progress,
-                      metadata=metadata,
-                      prepare=lambda pending: prepare(model, variants, backend, pending,
-                                                      show=_shown(progress)))
-    records = sweep.records
-    if len(records) == len(settings):
-        # Complete: rewrite in grid order, so the file does not depend on worker timing.
-        atomic_write(raw, "".join(results_line(_sorted(r)) for r in records))
-    retried = [{"setting": r["setting"], "retries": r["result"][RETRIED]} for r in records
-               if RETRIED in r["result"]]
-    records = [{**r, "result": {k: v for k, v in r["result"].items() if k != RETRIED}}
-               for r in records]  # the model's own measurement, as it returned it
+    metadata = _run_metadata(backend)
+    records, retried = _without_retries(_measured(model, variants, settings, raw, metadata,
+                                                  executor, max_workers, progress))
     claims = list(model.claims(records, variants))
     extra = model.verify_metadata() if model.supports("verify_metadata") else {}
     report = VerifyReport(model.name, grid, claims, records, skipped,
@@ -258,6 +243,46 @@ def verify(model, grid: str = "quick", variant: str | None = None,
     atomic_write(Path(report.files["claims"]), json.dumps(report.as_dict(), indent=2) + "\n")
     atomic_write(Path(report.files["table"]), report.table() + "\n")
     return report
+
+
+def _variants(model: Model, variant: str | None) -> list[str]:
+    """The variants ``variant`` names: itself, or (None or ``"all"``) every verified one."""
+    if variant in (None, "all"):
+        return list(model.verified_variants or model.variants)
+    return [model.resolve_variant(variant)]
+
+
+def _run_metadata(backend: str) -> dict:
+    """What every result line records, and a resume must match (the sweep's ``RESUME_KEYS``)."""
+    return {"versions": versions(), "solver": SolverConfig(backend=backend).as_dict(),
+            "source": source_stamp()}
+
+
+def _measured(model: Model, variants: list[str], settings: list[dict], raw: Path,
+              metadata: dict, executor, max_workers: int | None,
+              progress: bool | None) -> list[dict]:
+    """The result lines of every setting, run (or resumed) into ``raw`` by :func:`run_sweep`;
+    the file rewritten in grid order once complete."""
+    backend = metadata["solver"]["backend"]
+    sweep = run_sweep([{"model": reference(model), **s} for s in settings],
+                      functools.partial(measure_task, backend=backend), raw,
+                      executor=executor, max_workers=max_workers, progress=progress,
+                      metadata=metadata,
+                      prepare=lambda pending: prepare(model, variants, backend, pending,
+                                                      show=_shown(progress)))
+    if len(sweep.records) == len(settings):
+        # Complete: rewrite in grid order, so the file does not depend on worker timing.
+        atomic_write(raw, "".join(results_line(_sorted(r)) for r in sweep.records))
+    return sweep.records
+
+
+def _without_retries(records: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The records with the model's own measurement, as it returned it, and the retries
+    (backend fallbacks) noted beside it, by setting."""
+    retried = [{"setting": r["setting"], "retries": r["result"][RETRIED]} for r in records
+               if RETRIED in r["result"]]
+    return [{**r, "result": {k: v for k, v in r["result"].items() if k != RETRIED}}
+            for r in records], retried
 
 
 def verdict(report: VerifyReport) -> str:

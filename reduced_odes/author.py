@@ -128,24 +128,36 @@ _LAZY = {**_STABLE, **_PROVISIONAL}
 
 if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-exported);
     # at run time each is imported on first use (``__getattr__``)
-    from reduced_odes._activations import (
-        ACTIVATIONS as ACTIVATIONS,
-        Activation as Activation,
-        activation as activation,
-        register_activation as register_activation,
+    from reduced_odes import (
+        ACTIVATIONS as ACTIVATIONS, Activation as Activation, Block as Block, Claim as Claim,
+        Continuation as Continuation, CoordinateChange as CoordinateChange, Crossing as Crossing,
+        Derivation as Derivation, DerivationError as DerivationError, Drift as Drift,
+        Fixed as Fixed, Flow as Flow, GaussianExpectation as GaussianExpectation,
+        Identity as Identity, Index as Index, Model as Model, OnlineSGD as OnlineSGD,
+        ParameterError as ParameterError, Parameters as Parameters, PositionSum as PositionSum,
+        PredictionClaims as PredictionClaims, Range as Range, SecondLayerSGD as SecondLayerSGD,
+        SettledRule as SettledRule, StructuredSystem as StructuredSystem,
+        SymmetricSGD as SymmetricSGD, activation as activation,
+        assert_conserved as assert_conserved, assert_same as assert_same, choice as choice,
+        continue_branch as continue_branch, declare_order_parameters as declare_order_parameters,
+        expect_product as expect_product, expect_product_explicit as expect_product_explicit,
+        find_fixed_points as find_fixed_points, fit_law as fit_law, flag as flag,
+        gaussian_expectation as gaussian_expectation, geometric_sum as geometric_sum,
+        gradient_flow as gradient_flow, indexed_online_sgd as indexed_online_sgd,
+        integer as integer, interval as interval, load_grid as load_grid,
+        log_coordinate as log_coordinate, metric_gradient as metric_gradient,
+        mixture_expectation as mixture_expectation, mobility_gradient as mobility_gradient,
+        online_sgd_reduction as online_sgd_reduction,
+        online_sgd_second_layer as online_sgd_second_layer, parameter as parameter,
+        plateau_predictions as plateau_predictions, positive as positive,
+        prediction_claims as prediction_claims, pullback_mobility as pullback_mobility,
+        read_results as read_results, register_activation as register_activation, relu as relu,
+        run_sweep as run_sweep, symmetric_online_sgd as symmetric_online_sgd, token as token,
+        versions as versions,
     )
-    from reduced_odes._claims import (
-        Claim as Claim,
-        CommittedFigures as CommittedFigures,
-    )
+    from reduced_odes._claims import CommittedFigures as CommittedFigures
     from reduced_odes._compile import cached_symbolic as cached_symbolic
-    from reduced_odes._continuation import (
-        Continuation as Continuation,
-        continue_branch as continue_branch,
-    )
-    from reduced_odes._contract import Model as Model
     from reduced_odes._crossing import first_crossing as first_crossing
-    from reduced_odes._errors import DerivationError as DerivationError
     from reduced_odes._figstyle import (
         COLUMN_WIDTH as COLUMN_WIDTH,
         FORMATS as FORMATS,
@@ -169,49 +181,20 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         stamp as stamp,
     )
     from reduced_odes._fixed_points import (
-        Flow as Flow,
         classify as classify,
-        find_fixed_points as find_fixed_points,
         newton as newton,
     )
-    from reduced_odes._gaussian import (
-        GaussianExpectation as GaussianExpectation,
-        gaussian_expectation as gaussian_expectation,
-    )
-    from reduced_odes._grid import load_grid as load_grid
     from reduced_odes._io import json_safe as json_safe
     from reduced_odes._kernel_functions import (
         KernelFunctions as KernelFunctions,
         gaussian_kernel as gaussian_kernel,
     )
-    from reduced_odes._params import (
-        ParameterError as ParameterError,
-        Parameters as Parameters,
-        Range as Range,
-        choice as choice,
-        flag as flag,
-        integer as integer,
-        interval as interval,
-        parameter as parameter,
-        positive as positive,
-    )
-    from reduced_odes._plateaus import plateau_predictions as plateau_predictions
     from reduced_odes._pool import process_pool as process_pool
     from reduced_odes._positions import (
-        Fixed as Fixed,
-        Index as Index,
-        PositionSum as PositionSum,
         SEQ_LEN as SEQ_LEN,
         SUM_INDEX as SUM_INDEX,
-        expect_product as expect_product,
-        expect_product_explicit as expect_product_explicit,
-        geometric_sum as geometric_sum,
-        token as token,
     )
-    from reduced_odes._prediction_claims import PredictionClaims as PredictionClaims
-    from reduced_odes._prediction_claims import prediction_claims as prediction_claims
     from reduced_odes._progress import Progress as Progress
-    from reduced_odes._provenance import versions as versions
     from reduced_odes._registry import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
     from reduced_odes._reproduce import FIGURE_DIGITS as FIGURE_DIGITS
     from reduced_odes._results import (
@@ -222,47 +205,11 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         write_documents as write_documents,
         write_json as write_json,
     )
-    from reduced_odes._results_file import read_results as read_results
     from reduced_odes._roles import (
         ROLES as ROLES,
         roles as roles,
     )
-    from reduced_odes._scaling import fit_law as fit_law
-    from reduced_odes._second_layer import (
-        SecondLayerSGD as SecondLayerSGD,
-        online_sgd_second_layer as online_sgd_second_layer,
-    )
     from reduced_odes._stats import t_interval as t_interval
-    from reduced_odes._stop_rules import (
-        Crossing as Crossing,
-        SettledRule as SettledRule,
-    )
-    from reduced_odes._structured import StructuredSystem as StructuredSystem
-    from reduced_odes._sweep import run_sweep as run_sweep
-    from reduced_odes._symbolic import (
-        Block as Block,
-        CoordinateChange as CoordinateChange,
-        Derivation as Derivation,
-        Drift as Drift,
-        Identity as Identity,
-        assert_conserved as assert_conserved,
-        assert_same as assert_same,
-        declare_order_parameters as declare_order_parameters,
-        gradient_flow as gradient_flow,
-        log_coordinate as log_coordinate,
-        metric_gradient as metric_gradient,
-        mixture_expectation as mixture_expectation,
-        mobility_gradient as mobility_gradient,
-        relu as relu,
-    )
-    from reduced_odes._teacher_student import (
-        OnlineSGD as OnlineSGD,
-        SymmetricSGD as SymmetricSGD,
-        online_sgd_reduction as online_sgd_reduction,
-        pullback_mobility as pullback_mobility,
-        symmetric_online_sgd as symmetric_online_sgd,
-    )
-    from reduced_odes._unit_sums import indexed_online_sgd as indexed_online_sgd
     from reduced_odes._verify import (
         informative as informative,
         worst as worst,

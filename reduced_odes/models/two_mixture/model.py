@@ -7,7 +7,7 @@ import math
 from reduced_odes import ParameterError
 from reduced_odes.author import CommittedFigures, Crossing, Model, SettledRule, roles
 
-from .numerics import initial_moments, reduced_loss, square_optimum
+from .numerics import initial_moments, phi_source, reduced_loss, square_optimum
 from .params import LOSSES, TwoMixtureParams, initial_theta
 
 __all__ = ["MODEL", "TwoMixture"]
@@ -99,7 +99,12 @@ class TwoMixture(Model):
         """``<= 0`` once the stages that ``params.train`` trains have ended: all of T1, T2
         and T3 (``A >= A1``, ``theta >= theta2``, ``loss <= L3``), or, for a single block,
         its own Algorithm 1 stage (``A >= A_I`` or ``theta >= theta_II``).  Constants switch
-        the terms on and off, so the expression is one for every setting."""
+        the terms on and off, so the expression is one for every setting.
+
+        ``A``, ``theta`` and the loss are written in the coordinates as ``composite`` and
+        ``reduced_loss`` (``numerics``) compute them, operation for operation: the compiled
+        observables agree with them only to round-off, which would move the root of the
+        rule, and so the run's end and output grid, in the last digits."""
         levels = {"all": (params.A1, params.theta2, params.L3),
                   "neurons": (params.A_I, None, None),
                   "attention": (None, params.theta_II, None)}[params.train]
@@ -108,10 +113,15 @@ class TwoMixture(Model):
                      for name, level in zip(names, levels, strict=True)}
         constants.update({f"{name}_on": float(level is not None)
                           for name, level in zip(("A", "theta", "loss"), levels, strict=True)})
+        constants.update(A_scale=params.mu * params.sigma**2, kappa=float(params.kappa))
+        A = "(A_scale * zeta_scaled / (2 * math.sqrt(2)))"
+        theta = "math.tanh(kappa * math.exp(log_q + log_k) / 2)"
+        loss = (f"(0.5 * {phi_source(variant, A)} + "
+                f"0.5 * {phi_source(variant, f'({A} * {theta})')})")
         return SettledRule(
-            "max(A_level - A if A_on > 0 else -math.inf, "
-            "theta_level - theta if theta_on > 0 else -math.inf, "
-            "loss - loss_level if loss_on > 0 else -math.inf)", constants)
+            f"max(A_level - {A} if A_on > 0 else -math.inf, "
+            f"theta_level - {theta} if theta_on > 0 else -math.inf, "
+            f"{loss} - loss_level if loss_on > 0 else -math.inf)", constants)
 
     def horizon(self, params: TwoMixtureParams, variant: str) -> float:
         # The stage times scale as ln(1/A0)/lambda1 + (4/kappa) ln(1/ell0).

@@ -42,6 +42,22 @@ def phi(loss: str, u):
     return np.logaddexp(0.0, -u)
 
 
+def phi_source(loss: str, u: str) -> str:
+    """:func:`phi` of the Python expression ``u``, as Python source that does its arithmetic
+    operation for operation (``np.logaddexp(0, -u)`` is ``log1p(exp(-u))`` for ``u > 0``,
+    else ``-u + log1p(exp(u))``): the same floats, not only the same function.
+
+    Examples
+    --------
+    >>> import math
+    >>> eval(phi_source("logistic", "u"), {"math": math, "u": 3.0}) == float(phi("logistic", 3.0))
+    True
+    """
+    if loss == "square":
+        return f"(0.5 * (1.0 - {u}) ** 2)"
+    return f"(math.log1p(math.exp(-{u})) if {u} > 0 else -{u} + math.log1p(math.exp({u})))"
+
+
 def reduced_loss(loss: str, A, theta):
     """``E phi(yF)``: half the samples at margin ``A``, half at ``A theta``.
 

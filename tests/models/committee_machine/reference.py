@@ -54,6 +54,10 @@ from scipy.optimize import fsolve
 ACTIVATIONS = ("erf", "linear")
 #: The nn2pp reference runs (see ``reference_data/nn2pp.json`` for their provenance).
 NN2PP_DATA = Path(__file__).parent / "reference_data" / "nn2pp.json"
+#: nn2pp prints ε_g with 6 significant digits: ±5e-9 at the half-plateau level (~0.006), over
+#: its slope ≈ 3.1e-4 there, is ±1.6e-5 in time per sample; through a crossing cubic's weights
+#: (their absolute sum is below 1.5 there) at most 2.5e-5 in ``T_escape``.
+PRINTED = 2.5e-5
 
 
 # -- the integrals, vectorised over rows of index arrays --------------------------------------
@@ -397,3 +401,34 @@ def reference_cases() -> list[dict]:
     """
     return [{key: case[key] for key in ("name", "K", "M", "Q0", "R0")}
             for case in nn2pp_data()["cases"]]
+
+
+#: The names of the reference cases, as test parameters.
+CASES = [c["name"] for c in reference_cases()]
+
+
+def reference_case(name: str) -> dict:
+    """The reference case called ``name`` (see :func:`reference_cases`).
+
+    Examples
+    --------
+    >>> reference_case(reference_cases()[0]["name"])["K"]
+    2
+    """
+    return next(c for c in reference_cases() if c["name"] == name)
+
+
+def nn2pp_escape(case: str, eta: float, dt: float) -> float:
+    """nn2pp's ``T_escape`` (in ``t = η α``) for ``case`` at learning rate ``eta`` and Euler
+    step ``dt``: where its printed ``ε_g`` crosses the reference's plateau level ``ε*(η)/2``
+    (nn2pp has no fixed-point solver; the tests show the level is its too).
+
+    Examples
+    --------
+    >>> 0 < nn2pp_escape(reference_cases()[0]["name"], 0.1, 0.005) < 1e4
+    True
+    """
+    level = symmetric_fixed_point(2, 2, eta)[2] / 2
+    run = next(d for d in nn2pp_data()["escape_samples"]
+               if (d["case"], d["eta"], d["dt"]) == (case, eta, dt))
+    return crossing_time(eta * np.array(run["alpha"]), run["eps_g"], level)

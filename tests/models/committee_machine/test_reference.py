@@ -25,39 +25,23 @@ import numpy as np
 import pytest
 
 from .reference import (
-    crossing_time,
+    CASES,
+    PRINTED,
     nn2pp_data,
+    nn2pp_escape,
     pack,
-    reference_cases,
+    reference_case,
     reference_solution,
     rhs,
     symmetric_fixed_point,
     t_escape,
 )
 
-#: ε_g's 6 printed digits as a time at the half-plateau crossing, ±1.6e-5 per sample (module
-#: docstring), through the cubic's weights (their absolute sum is below 1.5 there).
-PRINTED = 2.5e-5
-CASES = [c["name"] for c in reference_cases()]
-
-
-def _case(name: str) -> dict:
-    return next(c for c in reference_cases() if c["name"] == name)
-
 
 @functools.cache
 def _reference_escape(case: str, eta: float) -> float:
-    c = _case(case)
+    c = reference_case(case)
     return t_escape(c["Q0"], c["R0"], c["K"], c["M"], eta)
-
-
-def _nn2pp_escape(case: str, eta: float, dt: float) -> float:
-    """nn2pp's T_escape at the reference's plateau level ε*(η)/2 (nn2pp has no fixed-point
-    solver; ``test_nn2pp_rests_at_the_reference_plateau`` shows the level is its too)."""
-    level = symmetric_fixed_point(2, 2, eta)[2] / 2
-    run = next(d for d in nn2pp_data()["escape_samples"]
-               if (d["case"], d["eta"], d["dt"]) == (case, eta, dt))
-    return crossing_time(eta * np.array(run["alpha"]), run["eps_g"], level)
 
 
 def _nn2pp_run(case: str, eta: float, dt: float) -> dict:
@@ -106,7 +90,7 @@ def test_reference_drift_is_the_gaussian_expectation(activation):
 
 @pytest.mark.parametrize("eta", [0.0, 0.1])
 def test_t_escape_is_the_same_with_a_second_solver(eta):
-    case = _case("near_symmetric")
+    case = reference_case("near_symmetric")
     lsoda = t_escape(case["Q0"], case["R0"], 2, 2, eta, method="LSODA")
     radau = t_escape(case["Q0"], case["R0"], 2, 2, eta, method="Radau")
     # Both at rtol 1e-11; the saddle magnifies local errors, by e^{λ T} ≈ 1e3 at most.
@@ -134,7 +118,7 @@ def test_nn2pp_escape_converges_to_the_reference_at_first_order(case):
     """η = 0.1 with nn2pp's default dt = 0.01 and two halvings: its error in T_escape halves
     with dt, and the Richardson extrapolation of the two finest meets the reference."""
     reference = _reference_escape(case, 0.1)
-    error = {dt: _nn2pp_escape(case, 0.1, dt) - reference for dt in (0.01, 0.005, 0.0025)}
+    error = {dt: nn2pp_escape(case, 0.1, dt) - reference for dt in (0.01, 0.005, 0.0025)}
     # First order: 1/2 per halving, to O(dt) relative and the printed digits.
     assert 0.45 < error[0.005] / error[0.01] < 0.55, error
     assert 0.45 < error[0.0025] / error[0.005] < 0.55, error
@@ -147,8 +131,8 @@ def test_nn2pp_escape_converges_to_the_reference_at_first_order(case):
 def test_nn2pp_escape_error_at_small_eta_is_its_euler_step(case, eta):
     """In time t, nn2pp's step is η dt, and its error in T_escape is c η dt with the c of
     η = 0.1 (the flow hardly depends on η): 2e-4 at η = 0.01, 2e-5 at η = 0.001."""
-    c = (_nn2pp_escape(case, 0.1, 0.01) - _reference_escape(case, 0.1)) / (0.1 * 0.01)
-    error = _nn2pp_escape(case, eta, 0.01) - _reference_escape(case, eta)
+    c = (nn2pp_escape(case, 0.1, 0.01) - _reference_escape(case, 0.1)) / (0.1 * 0.01)
+    error = nn2pp_escape(case, eta, 0.01) - _reference_escape(case, eta)
     # c itself changes with η by O(η) (10 % from 0.1 to 0); plus the printed digits.
     assert abs(error - c * eta * 0.01) < 0.1 * abs(c) * eta * 0.01 + PRINTED, (error, c)
 
@@ -158,7 +142,7 @@ def test_nn2pp_extrapolated_to_eta_0_escapes_with_the_reference_gradient_flow(ca
     """nn2pp cannot run at η = 0 (it multiplies the flow by η).  The line through its T_escape
     at η = 0.01 and 0.001 meets η = 0 within O(η²) (1e-6 here) plus its Euler error,
     which is linear in η too and extrapolates to ~0: the reference at η = 0 exactly."""
-    T1, T2 = _nn2pp_escape(case, 0.01, 0.01), _nn2pp_escape(case, 0.001, 0.01)
+    T1, T2 = nn2pp_escape(case, 0.01, 0.01), nn2pp_escape(case, 0.001, 0.01)
     at_zero = T2 - (T1 - T2) * 0.001 / (0.01 - 0.001)
     # The printed digits, weighed by 10/9 and 1/9 in the extrapolation.
     assert abs(at_zero - _reference_escape(case, 0.0)) < 2 * PRINTED, at_zero
@@ -169,7 +153,7 @@ def test_nn2pp_eps_g_curve_converges_to_the_reference(case):
     """The whole printed ε_g(t), t ≤ 250 and 300 rows: its largest deviation from the
     reference (in the first fast descent, t ≈ 0.5) halves with dt (Euler), and at small η is
     that deviation scaled by η dt."""
-    c = _case(case)
+    c = reference_case(case)
 
     def deviation(eta, dt):
         run = _nn2pp_run(case, eta, dt)
