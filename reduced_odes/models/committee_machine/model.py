@@ -75,11 +75,6 @@ class CommitteeMachine(Model):
         return structure
 
     def check(self, params: CommitteeParams, variant: str) -> None:
-        if variant == "relu" and params.eta > 0 and params.K + params.M > 3:
-            raise ParameterError(f"eta={params.eta!r} with activation 'relu' and K={params.K}, "
-                                 f"M={params.M}: the learning-rate term (an expectation over "
-                                 f"four fields of steps and ReLUs) has no closed form; allowed: "
-                                 f"eta = 0 (the limit eta -> 0), or K + M <= 3")
         if variant not in CLOSED_FORM and params.eta > 0 and params.K + params.M > 3:
             raise ParameterError(f"eta={params.eta!r} with activation {variant!r} and "
                                  f"K={params.K}, M={params.M}: the learning-rate term needs "
