@@ -34,7 +34,6 @@ from functools import cache
 import sympy as sp
 
 from ._errors import DerivationError
-from ._orthant import OrthantKernel
 from ._factors import (
     STEP,
     _Factor,
@@ -43,6 +42,7 @@ from ._factors import (
     _unsupported,
     has_activation,
 )
+from ._orthant import OrthantKernel
 
 __all__ = ["GaussianExpectation", "expectation", "has_activation"]
 

@@ -17,5 +17,5 @@ def test_sgd_agrees_with_the_ode_and_fails_above_the_largest_eta(tmp_path):
             # The ODE inside the seeds' 99.9% t-interval: a 1-in-1000 false alarm per row.
             assert entry[what]["inside"], (entry["N"], entry["method"], what, entry[what])
     assert result["above_largest_eta"]["both_fail"]
-    assert "| N=500, eta=0.1, overlaps | T_escape |" in model.format_compare(result)
+    assert "| erf, N=500, eta=0.1, overlaps | T_escape |" in model.format_compare(result)
     assert (tmp_path / "compare-committee_machine.json").exists()
