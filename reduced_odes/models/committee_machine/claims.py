@@ -45,11 +45,12 @@ TOLERANCES = {
     "student learns the teacher (K = M, no noise)": (
         1e-9, "eps_g once settled: the flow is still"),
     "plateau of a trajectory at the flow's own fixed point (tanh, ReLU)": (
-        1e-2, "relative, asymmetry 1e-6: the fixed point found on the derived flow, no closed "
+        1e-2, "relative, asymmetry 1e-8: the fixed point found on the derived flow, no closed "
               "form; the same slow approach as erf's"),
     "escape time slope vs 1/lambda (tanh, ReLU)": (
-        0.05, "relative, (T(1e-8) - T(1e-6)) / ln 100 against the fixed point's unstable "
-              "eigenvalue; marginal directions at the plateau make the approach slow"),
+        0.05, "relative, (T(1e-10) - T(1e-8)) / ln 100 against the fixed point's unstable "
+              "eigenvalue; marginal directions at the plateau make the approach slow "
+              "(measured for tanh from 1e-6: 4.9%)"),
     "asymptotic eps_g with noise, K > M (tanh)": (
         1e-6, "relative; the run settles at |flow| <= 1e-10"),
 }
@@ -98,7 +99,7 @@ def verify_settings(grid: str, variants: Sequence[str]) -> tuple[list[dict], lis
         settings += [{**erf, "kind": "noise", "K": K, **NOISY} for K in points["noise"]]
     settings += [{"variant": v, "kind": "learns", "K": 2, "M": 2} for v in variants if v != "erf"]
     settings += [{"variant": v, "kind": "activation_plateau", "K": 2, "M": 2, "eta": eta,
-                  "asymmetry": 1e-6} for v, eta in points.get("activation_plateau", ())
+                  "asymmetry": 1e-8} for v, eta in points.get("activation_plateau", ())
                  if v in variants]
     settings += [{"variant": v, "kind": "activation_noise", "K": K, **ACTIVATION_NOISY}
                  for v, K in points.get("activation_noise", ()) if v in variants]
@@ -129,6 +130,22 @@ def _plateau_value(traj) -> float:
     return float(traj.observables_at([found.x])["eps_g"][0])
 
 
+def _phases_reached(params, variant: str):
+    """The trajectory, also of a run that stopped once every phase was reached (ReLU at
+    ``eta > 0`` learns onto the boundary of the realisable overlaps, where its closed forms
+    fail at round-off, docs/committee_machine.md); any other stop is raised."""
+    from reduced_odes import DomainError, solve
+
+    from .model import MODEL
+
+    try:
+        return solve(params, variant, model=MODEL)
+    except DomainError as error:
+        if error.trajectory is None or error.trajectory.unreached:
+            raise
+        return error.trajectory
+
+
 def measure(setting: dict) -> dict:
     """Integrate (or solve for the fixed points of) one setting; the numbers the claims need."""
     from reduced_odes import SolverConfig, solve
@@ -156,7 +173,8 @@ def measure(setting: dict) -> dict:
             except Exception as exc:  # a run that blows up has failed to learn  # noqa: BLE001
                 ends[name], ends[f"{name}_error"] = None, f"{type(exc).__name__}: {exc}"
         return {"eta_max": eta_max, **{f"eps_end_{k}": v for k, v in ends.items()}}
-    traj = solve(params, variant, model=MODEL)
+    traj = (_phases_reached(params, variant) if kind == "activation_plateau" else
+            solve(params, variant, model=MODEL))
     out = {"T_escape": json_safe(float(traj.phases.get("T_escape", math.nan))),
            "eps_end": float(traj.final["eps_g"])}
     if kind in ("eta", "escape", "activation_plateau"):
@@ -165,8 +183,8 @@ def measure(setting: dict) -> dict:
         out["eps_p"] = unspecialised_fixed_point(params, variant).eps_g
     if kind == "activation_plateau":
         out["lambda"] = float(unspecialised_fixed_point(params, variant).unstable[0])
-        later = solve(_params({**setting, "asymmetry": 1e-8}), variant, model=MODEL)
-        out["T_escape_1e-8"] = json_safe(float(later.phases.get("T_escape", math.nan)))
+        later = _phases_reached(_params({**setting, "asymmetry": 1e-10}), variant)
+        out["T_escape_later"] = json_safe(float(later.phases.get("T_escape", math.nan)))
     if kind in ("noise", "activation_noise"):
         final = np.array([traj.final[name] for name in traj.system.state_names])
         out["eps_fixed_point"] = specialised_point(params, variant, start=final).eps_g
@@ -317,7 +335,8 @@ def _activation_claims(plateaus, noisy, add) -> None:
         add("plateau of a trajectory at the flow's own fixed point (tanh, ReLU)", eps_p,
             plateau, _rel(eps_p, plateau), where)
         lam = _value(result, "lambda")
-        slope = (_value(result, "T_escape_1e-8") - _value(result, "T_escape")) / math.log(100)
+        # The later run's asymmetry is 100 times smaller: ln(1/a) grows by ln 100.
+        slope = (_value(result, "T_escape_later") - _value(result, "T_escape")) / math.log(100)
         add("escape time slope vs 1/lambda (tanh, ReLU)", 1 / lam, slope,
             _rel(1 / lam, slope), f"{where}, lambda={lam:.10g}")
     for setting, result in noisy:
