@@ -15,7 +15,8 @@ import numpy as np
 
 from reduced_odes.author import json_safe
 
-__all__ = ["TOLERANCES", "claims", "measure", "verify_metadata", "verify_settings"]
+__all__ = ["ACTIVATION_TOLERANCES", "TOLERANCES", "claims", "measure", "verify_metadata",
+           "verify_settings"]
 
 #: Tolerances, each with its reason.
 TOLERANCES = {
@@ -44,6 +45,12 @@ TOLERANCES = {
     "every setting ran": (0.0, "a setting that failed is a failed claim, never left out"),
     "student learns the teacher (K = M, no noise)": (
         1e-9, "eps_g once settled: the flow is still"),
+}
+
+#: The tolerances of the ``full`` grid's claims of other activations, kept apart so that
+#: ``verify_metadata`` (written into every grid's results, the default's committed) is
+#: unchanged; each row carries its tolerance and reason all the same.
+ACTIVATION_TOLERANCES = {
     "plateau of a trajectory at the flow's own fixed point (tanh, ReLU)": (
         1e-2, "relative, asymmetry 1e-8: the fixed point found on the derived flow, no closed "
               "form; the same slow approach as erf's"),
@@ -214,7 +221,7 @@ def claims(records: list[dict], variants: Sequence[str]) -> list:
 
     def add(name: str, predicted: float, measured: float, error: float, where: str,
             passed: bool | None = None) -> None:
-        tolerance, reason = TOLERANCES[name]
+        tolerance, reason = {**TOLERANCES, **ACTIVATION_TOLERANCES}[name]
         ok = bool(error <= tolerance) if passed is None else bool(passed)
         if not math.isfinite(error):
             ok = False

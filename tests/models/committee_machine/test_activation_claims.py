@@ -42,3 +42,10 @@ def test_the_new_claims_hold():
             "asymptotic eps_g with noise, K > M (tanh)"} <= names
     assert all(row.passed for row in rows), [(r.name, r.predicted, r.measured, r.error)
                                              for r in rows]
+
+
+def test_the_committed_metadata_holds_no_new_tolerance():
+    from reduced_odes.models.committee_machine.claims import ACTIVATION_TOLERANCES, verify_metadata
+
+    # verify-default.json (committed) carries verify_metadata: it must not move.
+    assert not set(ACTIVATION_TOLERANCES) & set(verify_metadata()["tolerances"])
