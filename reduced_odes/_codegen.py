@@ -187,12 +187,16 @@ def _numerical_kernels(exprs: Sequence) -> tuple[list[str], list[str]]:
     """The imports and function definitions of the numerical Gaussian kernels in ``exprs``:
     each key's NumPy form (the pure path calls it) and its loop form (``_native`` + name,
     which the numba twin compiles under the plain name)."""
+    from ._orthant import KERNEL_NAME, has_orthant, orthant_source
     from ._quadrature import kernel_name, kernels_in, loop_source, numpy_source
 
     keys = kernels_in(exprs)
-    if not keys:
-        return [], []
     sources = []
+    if has_orthant(exprs):  # scalar math already: one source serves both paths
+        sources += ["\n" + orthant_source(KERNEL_NAME),
+                    "\n" + orthant_source(f"_native{KERNEL_NAME}")]
+    if not keys:
+        return [], sources
     for key in keys:
         sources += ["\n" + numpy_source(key), "\n" + loop_source(key, f"_native{kernel_name(key)}")]
     imports = ["import numpy"]
@@ -251,6 +255,11 @@ def _printer():
 
             args = ", ".join(self._print(a) for a in expr.args[1:])
             return f"{kernel_name(expr.key)}({args})"
+
+        def _print_OrthantKernel(self, expr):  # ReLU's four sign factors, generated too
+            from ._orthant import KERNEL_NAME
+
+            return f"{KERNEL_NAME}({', '.join(self._print(a) for a in expr.args)})"
 
         def _print_Function(self, expr):  # special functions by their class name
             args = ", ".join(self._print(a) for a in expr.args)

@@ -42,6 +42,7 @@ from ._factors import (
     _unsupported,
     has_activation,
 )
+from ._orthant import OrthantKernel
 
 __all__ = ["GaussianExpectation", "expectation", "has_activation"]
 
@@ -208,9 +209,23 @@ class _Derivation:
                 total += weight
             elif len(atoms) == 2:
                 total += weight * _pair(atoms, C)
+            elif len(atoms) == 4 and _four_signs(atoms):
+                total += weight * _orthant(atoms, C)
             elif len(atoms) % 2 == 0:
                 raise _NoClosedForm(len(atoms))
         return total
+
+
+def _four_signs(atoms) -> bool:
+    """Four sign factors of four distinct variables: :mod:`reduced_odes._orthant`'s kernel."""
+    return all(kind == "sign" for kind, _, _ in atoms) and len({i for *_, i in atoms}) == 4
+
+
+def _orthant(atoms, C) -> sp.Expr:
+    """``E[sign(x_i) sign(x_j) sign(x_k) sign(x_l)]``: the orthant kernel of their correlations."""
+    index = sorted(i for *_, i in atoms)
+    return OrthantKernel(*(C[a, b] / sp.sqrt(C[a, a] * C[b, b])
+                           for a, b in itertools.combinations(index, 2)))
 
 
 def _derivatives(factor: _Factor):

@@ -21,6 +21,7 @@ import sympy as sp
 from ._activations import activation as _activation
 from ._errors import DerivationError
 from ._expectation import expectation
+from ._orthant import KERNEL_NAME, OrthantKernel, has_orthant, orthant_source, orthant_value
 from ._quadrature import (
     H_MAX,
     TRUNCATION,
@@ -160,17 +161,23 @@ def gaussian_kernel(activation: str, pattern: Pattern, size: int) -> KernelFunct
 def _numpy_form(expression: sp.Expr, arguments: Sequence[sp.Symbol]) -> Callable:
     """``expression`` on arrays: each numerical kernel evaluated point by point."""
     kernels = sorted(expression.atoms(GaussianKernel), key=sp.default_sort_key)
-    stand_ins = [sp.Dummy() for _ in kernels]
+    orthants = sorted(expression.atoms(OrthantKernel), key=sp.default_sort_key)
+    stand_ins = [sp.Dummy() for _ in [*kernels, *orthants]]
     outer = sp.lambdify([*arguments, *stand_ins],
-                        expression.xreplace(dict(zip(kernels, stand_ins, strict=True))),
+                        expression.xreplace(dict(zip([*kernels, *orthants], stand_ins,
+                                                     strict=True))),
                         modules=["scipy", "numpy"])
     position = {a: i for i, a in enumerate(arguments)}
     inner = [(np.vectorize(_kernel_numpy(k.key), otypes=[float]),
               [position[a] for a in k.args[1:]]) for k in kernels]
+    # The orthant kernel's arguments are correlations (expressions of the entries).
+    correlations = [sp.lambdify(arguments, list(k.args), modules="numpy") for k in orthants]
+    orthant = np.vectorize(lambda *r: orthant_value(r), otypes=[float])
 
     def evaluate(*values):
         values = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in values))
         numerical = [f(*(values[i] for i in where)) for f, where in inner]
+        numerical += [orthant(*r(*values)) for r in correlations]
         return np.broadcast_to(outer(*values, *numerical), values[0].shape) * 1.0
 
     return evaluate
@@ -183,8 +190,13 @@ def _scalar_source(expression: sp.Expr, arguments: Sequence[sp.Symbol], name: st
         def _print_GaussianKernel(self, expr):
             return f"{kernel_name(expr.key)}({', '.join(map(self._print, expr.args[1:]))})"
 
+        def _print_OrthantKernel(self, expr):
+            return f"{KERNEL_NAME}({', '.join(map(self._print, expr.args))})"
+
     printer = _Printer({"standard": "python3"})
     helpers = [loop_source(key) for key in kernels_in([expression])]
+    if has_orthant([expression]):
+        helpers.append(orthant_source(KERNEL_NAME))
     body = (f"def {name}({', '.join(map(str, arguments))}):\n"
             f"    return {printer.doprint(expression)}")
     return "\n\n".join([*helpers, body])

@@ -14,9 +14,10 @@ on the path: it is a convex combination of two that are).  It is evaluated by
 Gauss-Legendre quadrature with ``NODES`` nodes; the tests hold it to 1e-10 against the
 closed form of block-diagonal correlations and against Monte Carlo.
 
-Not yet wired into the closed-form rules (``_expectation._odd_factors`` still refuses
-four sign factors): with it, ReLU's four-point kernel derives in ~80 s, which the
-committee machine's learning-rate term multiplies; its code generation is the next step.
+The closed-form rules (``_expectation._odd_factors``) leave four sign factors of four
+distinct variables as an :class:`OrthantKernel` of their correlations; generated code
+calls :data:`KERNEL_NAME`, defined in the module by :func:`orthant_source` (the pure path)
+and again as ``_native`` + :data:`KERNEL_NAME` (the loop form the numba twin compiles).
 """
 
 from __future__ import annotations
@@ -26,10 +27,13 @@ import math
 import numpy as np
 import sympy as sp
 
-__all__ = ["NODES", "OrthantKernel", "orthant_source", "orthant_value"]
+__all__ = ["KERNEL_NAME", "NODES", "OrthantKernel", "has_orthant", "orthant_source",
+           "orthant_value"]
 
 #: Gauss-Legendre nodes on [0, 1]: the integrand is analytic on a neighbourhood of it.
 NODES = 48
+#: The generated function's name (a ``_gk_`` prefix: compiled with the Gaussian kernels).
+KERNEL_NAME = "_gk_orthant4"
 #: The pairs of the six correlations, in argument order.
 PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
 
@@ -121,3 +125,14 @@ def orthant_source(name: str) -> str:
     lines.append(f"        total += 0.5 * {tuple(map(float, weights))!r}[i] * ({body})")
     lines.append("    return total")
     return "\n".join(lines)
+
+
+def has_orthant(exprs) -> bool:
+    """Whether an :class:`OrthantKernel` occurs in any of ``exprs``.
+
+    Examples
+    --------
+    >>> has_orthant([OrthantKernel(*sp.symbols("a:f")) + 1]), has_orthant([sp.Integer(1)])
+    (True, False)
+    """
+    return any(sp.sympify(e).has(OrthantKernel) for e in exprs)

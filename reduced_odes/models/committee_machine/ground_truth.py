@@ -45,11 +45,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from reduced_odes.author import ParameterError, choice
+from reduced_odes.author import activation as registered_activation
+
+from .params import ACTIVATIONS as MODEL_ACTIVATIONS
 
 __all__ = ["ACTIVATIONS", "BACKENDS", "METHODS", "SGDRun",
            "generalisation_error", "initial_weights", "sgd_steps", "train"]
 
-ACTIVATIONS = ("erf", "relu", "linear")
+#: Every activation of the model: ``g`` and ``g'`` are the registry's numeric forms
+#: (:func:`~reduced_odes.author.activation`), the numba kernels compile its ``math`` source.
+ACTIVATIONS = MODEL_ACTIVATIONS
 METHODS = ("network", "overlaps")
 #: Where the SGD runs: ``fastest`` is numba when installed, else NumPy (not the engine's
 #: ``auto``, which a job decides: :class:`~reduced_odes.SolverConfig`).
@@ -62,31 +67,57 @@ _BLOCK_NUMBERS = 2**20
 #: A Cholesky pivot below this fraction of its diagonal entry is a direction the vectors do
 #: not span (identical students, say); rounding leaves ~1e-16 there, real ones are larger.
 _PIVOT_TOL = 1e-12
+#: The trapezoidal step of a pair kernel without a closed form (at most 0.5), times the
+#: largest Cholesky entry: for ``tanh`` (poles at ``i pi/2``) its error is about
+#: exp(-2 pi (pi/2) / 0.25) ~ 1e-17 (Trefethen & Weideman 2014; measured 1e-15);
+#: Gauss-Hermite, which converges only root-exponentially for such poles, needed 150 nodes
+#: for 1e-10.  The grid ends at |z| = 9 (weight e^-40).
+_STEP = 0.25
+#: Pairs per block of that quadrature (bounds its memory to ~100 MB).
+_PAIRS_PER_BLOCK = 1024
 
 
 # -- activations and the exact ε_g -----------------------------------------------------------
 
-def _g(activation: str, u: np.ndarray) -> np.ndarray:
-    if activation == "erf":
-        from scipy.special import erf
-
-        return erf(u / math.sqrt(2))
-    return np.maximum(u, 0.0) if activation == "relu" else u
+def _g(name: str, u: np.ndarray) -> np.ndarray:
+    return registered_activation(name).numeric(u)
 
 
-def _dg(activation: str, u: np.ndarray) -> np.ndarray:
-    if activation == "erf":
-        return math.sqrt(2 / math.pi) * np.exp(-0.5 * u * u)
-    return (u > 0).astype(float) if activation == "relu" else np.ones_like(u)
+def _dg(name: str, u: np.ndarray) -> np.ndarray:
+    return registered_activation(name).numeric_derivative(u)
 
 
-def _pair_kernel(activation: str, a, b, c) -> np.ndarray:
+def _quadrature_pair(name: str, a, b, c) -> np.ndarray:
+    """``E[g(u) g(v)]`` by the trapezoidal rule on the Cholesky factor of ``[[a, c], [c, b]]``
+    (``u = l00 z0``, ``v = l10 z0 + l11 z1``): an activation with no closed-form pair."""
+    a, b, c = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, b, c)))
+    shape, (a, b, c) = a.shape, (v.reshape(-1) for v in (a, b, c))
+    l00 = np.sqrt(np.maximum(a, 0.0))
+    l10 = np.where(l00 > 0, c / np.where(l00 > 0, l00, 1.0), 0.0)
+    l11 = np.sqrt(np.maximum(b - l10 * l10, 0.0))
+    out = np.empty(a.size)
+    for start in range(0, a.size, _PAIRS_PER_BLOCK):
+        part = slice(start, start + _PAIRS_PER_BLOCK)
+        largest = float(np.max(np.abs(np.concatenate([l00[part], l10[part], l11[part]]))))
+        h = min(0.5, _STEP / max(largest, 1e-300))
+        z = h * np.arange(-math.floor(9.0 / h), math.floor(9.0 / h) + 1.0)
+        w = h * np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+        u = l00[part, None] * z
+        v = l10[part, None, None] * z[:, None] + l11[part, None, None] * z[None, :]
+        out[part] = (_g(name, u) * (_g(name, v) @ w)) @ w
+    return out.reshape(shape)
+
+
+def _pair_kernel(name: str, a, b, c) -> np.ndarray:
     """``E[g(u) g(v)]`` for a centred Gaussian pair with variances ``a, b`` and covariance
-    ``c``: Price's arcsine for erf, the arc-cosine kernel for ReLU, ``c`` for linear."""
-    if activation == "linear":
+    ``c``: Price's arcsine for erf, the arc-cosine kernel for ReLU, ``c`` for linear, else
+    quadrature (:func:`_quadrature_pair`)."""
+    if name == "linear":
         return c
-    if activation == "erf":
+    if name == "erf":
         return 2 / np.pi * np.arcsin(c / np.sqrt((1 + a) * (1 + b)))
+    if name != "relu":
+        return _quadrature_pair(name, a, b, c)
     ab = a * b
     safe = np.where(ab > 0, ab, 1.0)
     cos = np.clip(c / np.sqrt(safe), -1.0, 1.0)
@@ -173,9 +204,6 @@ def initial_weights(Q, R, T, N: int, rng: np.random.Generator) -> tuple[np.ndarr
 
 # -- the network: one step, NumPy ------------------------------------------------------------
 
-_ACTIVATION_CODE = {"erf": 0, "relu": 1, "linear": 2}
-
-
 def _steps_python(activation: str, W, B, X, zeta, eta: float) -> None:
     """Advance ``W (S, K, N)`` in place through the inputs ``X (S, n, N)``, noise ``zeta (S, n)``.
     """
@@ -190,28 +218,20 @@ def _steps_python(activation: str, W, B, X, zeta, eta: float) -> None:
 # -- the network: one step, numba ------------------------------------------------------------
 
 @functools.cache
-def _numba_kernels():
-    """The numba kernels, compiled on first use (numba is optional)."""
+def _numba_kernels(name: str):
+    """The numba kernels of activation ``name``, compiled on first use (numba is optional):
+    ``g`` and ``g'`` from the registry's ``math`` source."""
     import numba
 
-    @numba.njit(cache=False, nogil=True)
-    def g(code, u):
-        if code == 0:
-            return math.erf(u / math.sqrt(2.0))
-        if code == 1:
-            return max(u, 0.0)
-        return u
+    namespace: dict = {"math": math}
+    declared = registered_activation(name)
+    exec(declared.scalar_source("g", 0), namespace)  # noqa: S102  (from the declaration)
+    exec(declared.scalar_source("dg", 1), namespace)  # noqa: S102
+    g = numba.njit(cache=False, nogil=True)(namespace["g"])
+    dg = numba.njit(cache=False, nogil=True)(namespace["dg"])
 
     @numba.njit(cache=False, nogil=True)
-    def dg(code, u):
-        if code == 0:
-            return math.sqrt(2.0 / math.pi) * math.exp(-0.5 * u * u)
-        if code == 1:
-            return 1.0 if u > 0 else 0.0
-        return 1.0
-
-    @numba.njit(cache=False, nogil=True)
-    def network_steps(code, W, B, X, zeta, eta):
+    def network_steps(W, B, X, zeta, eta):
         S, K, N = W.shape
         M = B.shape[1]
         scale = 1.0 / math.sqrt(N)
@@ -224,20 +244,20 @@ def _numba_kernels():
                     acc = 0.0
                     for j in range(N):
                         acc += B[s, n, j] * x[j]
-                    error += g(code, acc * scale)
+                    error += g(acc * scale)
                 for i in range(K):
                     acc = 0.0
                     for j in range(N):
                         acc += W[s, i, j] * x[j]
                     lam[i] = acc * scale
-                    error -= g(code, lam[i])
+                    error -= g(lam[i])
                 for i in range(K):
-                    coef[i] = eta * scale * dg(code, lam[i]) * error
+                    coef[i] = eta * scale * dg(lam[i]) * error
                     for j in range(N):
                         W[s, i, j] += coef[i] * x[j]
 
     @numba.njit(cache=False, nogil=True)
-    def overlap_steps(code, G, K, Z, chi2, zeta, eta, N, tol):
+    def overlap_steps(G, K, Z, chi2, zeta, eta, N, tol):
         S, d, _ = G.shape
         M = d - K
         L, u, delta = np.zeros((d, d)), np.empty(d), np.empty(K)
@@ -253,11 +273,11 @@ def _numba_kernels():
                     u[a] = acc
                 error = zeta[s, step]
                 for n in range(M):
-                    error += g(code, u[n])
+                    error += g(u[n])
                 for i in range(K):
-                    error -= g(code, u[M + i])
+                    error -= g(u[M + i])
                 for i in range(K):
-                    delta[i] = dg(code, u[M + i]) * error
+                    delta[i] = dg(u[M + i]) * error
                 _update_gram(G[s], u, delta, M, K, eta / N, eta * eta / N * norm2 / N)
 
     @numba.njit(cache=False, nogil=True)
@@ -325,7 +345,7 @@ def sgd_steps(activation: str, W: np.ndarray, B: np.ndarray, X: np.ndarray, zeta
     """
     choice(*ACTIVATIONS).check("activation", activation)
     if _resolve_backend(backend) == "numba":
-        _numba_kernels()[0](_ACTIVATION_CODE[activation], W, B, X, zeta, float(eta))
+        _numba_kernels(activation)[0](W, B, X, zeta, float(eta))
     else:
         _steps_python(activation, W, B, X, zeta, eta)
 
@@ -429,8 +449,9 @@ def train(activation: str, Q0, R0, T=None, *, N: int, eta: float, noise: float =
 
     Parameters
     ----------
-    activation : {"erf", "relu", "linear"}
-        ``g`` of student and teacher (``erf`` is ``erf(u/√2)``).
+    activation : str
+        ``g`` of student and teacher, one of :data:`ACTIVATIONS` (``erf`` is ``erf(u/√2)``);
+        ``ε_g`` is exact for every one (a closed form, or Gauss-Hermite quadrature).
     Q0, R0, T : array_like
         Start overlaps ``(K, K)``, ``(K, M)``; ``T (M, M)`` defaults to the identity.
     N : int
@@ -547,8 +568,8 @@ class _OverlapState:
                              for rng in self.norms])
             zeta = self.noise * np.stack([rng.standard_normal(n) for rng in self.noises])
             if self.backend == "numba":
-                _numba_kernels()[1](_ACTIVATION_CODE[self.activation], self.G, self.K, Z, chi2,
-                                    zeta, float(self.eta), self.N, _PIVOT_TOL)
+                _numba_kernels(self.activation)[1](self.G, self.K, Z, chi2, zeta,
+                                                   float(self.eta), self.N, _PIVOT_TOL)
             else:
                 _overlap_steps_python(self.activation, self.G, self.K, Z, chi2, zeta,
                                       self.eta, self.N)

@@ -22,6 +22,7 @@ from reduced_odes.author import CommittedFigures, Crossing, Model, SettledRule, 
 from .params import (
     ACTIVATIONS,
     CLOSED_FORM,
+    RELU_ETA_UNITS,
     UNROLLED_UNITS,
     CommitteeParams,
     PhaseLevels,
@@ -81,11 +82,11 @@ class CommitteeMachine(Model):
             raise ParameterError(f"K={params.K}, M={params.M} with second_layer: the trained "
                                  f"read-out is derived unrolled, per (K, M); allowed: K, M <= "
                                  f"{UNROLLED_UNITS}")
-        if variant == "relu" and params.eta > 0 and params.K + params.M > 3:
+        if variant == "relu" and params.eta > 0 and params.K + params.M > RELU_ETA_UNITS:
             raise ParameterError(f"eta={params.eta!r} with activation 'relu' and K={params.K}, "
-                                 f"M={params.M}: the learning-rate term (an expectation over "
-                                 f"four fields of steps and ReLUs) has no closed form; allowed: "
-                                 f"eta = 0 (the limit eta -> 0), or K + M <= 3")
+                                 f"M={params.M}: the learning-rate term's orthant kernels make "
+                                 f"a solve take minutes to hours beyond; allowed: eta = 0 (the "
+                                 f"limit eta -> 0), or K + M <= {RELU_ETA_UNITS}")
         if variant not in CLOSED_FORM and params.eta > 0 and params.K + params.M > 3:
             raise ParameterError(f"eta={params.eta!r} with activation {variant!r} and "
                                  f"K={params.K}, M={params.M}: the learning-rate term needs "

@@ -24,9 +24,9 @@ from reduced_odes.author import (
     positive,
 )
 
-__all__ = ["ACTIVATIONS", "CLOSED_FORM", "MAX_UNITS", "UNROLLED_UNITS", "CommitteeParams",
-           "PhaseLevels", "READOUT", "check_realisable", "initial_overlaps", "overlap_state",
-           "recorded"]
+__all__ = ["ACTIVATIONS", "CLOSED_FORM", "MAX_UNITS", "RELU_ETA_UNITS", "UNROLLED_UNITS",
+           "CommitteeParams", "PhaseLevels", "READOUT", "check_realisable", "initial_overlaps",
+           "overlap_state", "recorded"]
 
 #: The activations with closed-form kernels (the verified variants).
 CLOSED_FORM = ("erf", "relu", "linear")
@@ -34,6 +34,9 @@ CLOSED_FORM = ("erf", "relu", "linear")
 #: are numerical (the engine's Gaussian kernels for smooth activations).
 ACTIVATIONS = (*CLOSED_FORM, "tanh", "sigmoid", "gelu", "softplus", "silu")
 
+#: Largest K + M for ReLU with the learning-rate term: beyond, its four-point (orthant)
+#: kernels cost ~63 ms a rates evaluation at K = 3, M = 2, and a solve takes over 20 minutes.
+RELU_ETA_UNITS = 4
 #: Widths up to this (K and M) run the unrolled system, derived and compiled per (K, M) (the
 #: committed data's runs); wider ones the unit sums, built from kernels derived once.
 UNROLLED_UNITS = 5

@@ -18,6 +18,7 @@ from reduced_odes import (
     load_system,
     online_sgd_reduction,
 )
+from reduced_odes._orthant import OrthantKernel
 from reduced_odes.models.committee_machine import MODEL, CommitteeParams
 from reduced_odes.models.committee_machine.numerics import (
     closed_form_plateau,
@@ -106,17 +107,42 @@ def test_identity_metric_is_refused_for_order_parameters():
         gradient_flow(sgd.state, sgd.loss, parameters=(sgd.eta, sgd.noise))
 
 
-def test_relu_learning_rate_term_is_a_clear_error_beyond_three_fields():
+def test_relu_learning_rate_term_derives_beyond_three_fields():
     online_sgd_reduction(2, 1, "relu")  # three fields: every term has a closed form
-    with pytest.raises(DerivationError, match="no closed form"):
-        online_sgd_reduction(2, 2, "relu")
-    with pytest.raises(ParameterError, match="eta"):  # and the model refuses it up front
-        MODEL.check(CommitteeParams(K=2, M=2, eta=0.1), "relu")
+    # Four fields: the four-point kernel's sign factors are the orthant kernel, whose
+    # coefficient at K = M = 2 is the teachers' overlap (0): closed forms throughout.
+    sgd = online_sgd_reduction(2, 2, "relu")
+    assert not any(rate.has(OrthantKernel) for rate in sgd.rates)
+    MODEL.check(CommitteeParams(K=2, M=2, eta=0.1), "relu")
     MODEL.check(CommitteeParams(K=1, M=2, eta=0.1), "relu")
     # With one teacher the plateau its phases are read against sits on ReLU's kernel
     # boundary and cannot be found: refused with that reason, not derived and left to fail.
     with pytest.raises(ParameterError, match="M >= 2"):
         MODEL.check(CommitteeParams(K=2, M=1, eta=0.1), "relu")
+
+
+@pytest.mark.slow
+def test_relu_learning_rate_term_with_the_orthant_kernel_equals_monte_carlo():
+    """K = 3, M = 1 (the orthant kernel in the rates): the learning-rate term eta E[delta_i
+    delta_k] at a realisable point against Monte Carlo of the fields."""
+    sgd = online_sgd_reduction(3, 1, "relu")
+    drift = sgd.drifts[0].rate
+    assert any(entry.has(OrthantKernel) for entry in drift)
+    point = sgd.samples[0]
+    Q = np.array(sgd.Q.xreplace(point), dtype=float)
+    R = np.array(sgd.R.xreplace(point), dtype=float)
+    C = np.block([[Q, R], [R.T, np.eye(1)]])
+    rng = np.random.default_rng(5)
+    u = rng.multivariate_normal(np.zeros(4), C, size=1_000_000, method="cholesky")
+    lam, nu = u[:, :3], u[:, 3:]
+    error = np.maximum(nu, 0).sum(1) - np.maximum(lam, 0).sum(1)
+    delta = (lam > 0) * error[:, None]
+    values = {sgd.eta: 1.0, sgd.noise: 0.0}
+    for row, (i, k) in enumerate(((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))):
+        exact = float(drift[row].xreplace({**point, **values}))
+        samples = delta[:, i] * delta[:, k]
+        # 5 standard errors: a 1-in-1.7-million false alarm per entry.
+        assert abs(samples.mean() - exact) <= 5 * samples.std() / 1000.0, (i, k)
 
 
 @pytest.mark.parametrize("K", [2, 3, pytest.param(4, marks=pytest.mark.slow),

@@ -23,18 +23,23 @@ from reduced_odes.models.committee_machine.ground_truth import (
 
 from .reference import reference_cases, reference_solution, symmetric_fixed_point, t_escape
 
+#: The activations held here: the three closed forms and tanh (a numerical pair kernel, its
+#: numba steps compiled from the registry's source); the others differ only in that source.
+TESTED = ("erf", "relu", "linear", "tanh")
+
 Q0 = np.array([[0.3, 0.05, 0.02], [0.05, 0.25, -0.04], [0.02, -0.04, 0.4]])
 R0 = np.array([[0.1, 0.02], [0.0, 0.15], [-0.05, 0.03]])
 T0 = np.array([[1.0, 0.2], [0.2, 0.8]])
 
 
 def _hand_g(activation, u):
-    return {"erf": math.erf(u / math.sqrt(2)), "relu": max(u, 0.0), "linear": u}[activation]
+    return {"erf": math.erf(u / math.sqrt(2)), "relu": max(u, 0.0), "linear": u,
+            "tanh": math.tanh(u)}[activation]
 
 
 def _hand_dg(activation, u):
     return {"erf": math.sqrt(2 / math.pi) * math.exp(-u * u / 2), "relu": float(u > 0),
-            "linear": 1.0}[activation]
+            "linear": 1.0, "tanh": 1.0 / math.cosh(u) ** 2}[activation]
 
 
 def _hand_loop(activation, W, B, X, zeta, eta):
@@ -75,7 +80,7 @@ def test_initial_weights_allow_identical_students_and_refuse_impossible_overlaps
         initial_weights(np.eye(2) * 0.1, np.eye(2), None, 20, np.random.default_rng(0))
 
 
-@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize("activation", TESTED)
 @pytest.mark.parametrize("backend", ["python", "numba"])
 def test_steps_equal_a_plain_loop(activation, backend):
     if backend == "numba":
@@ -117,7 +122,7 @@ def test_a_run_depends_neither_on_its_batch_nor_on_the_records(method):
 @pytest.mark.parametrize("method", ["network", "overlaps"])
 def test_numba_and_numpy_give_the_same_runs(method):
     _numba_backends()
-    for activation in ACTIVATIONS:
+    for activation in TESTED:
         kwargs = dict(N=60, eta=0.5, noise=0.3, times=[0.0, 2.0, 6.0], seeds=3, rng_seed=4,
                       method=method)
         fast = train(activation, Q0, R0, T0, backend="numba", **kwargs)
@@ -162,7 +167,8 @@ def test_one_step_drift_matches_gaussian_monte_carlo(activation):
         assert np.all(np.abs(sgd.mean(0) - mc.mean(0)) < 4.5 * se), (sgd.mean(0), mc.mean(0), se)
 
 
-@pytest.mark.parametrize("activation", ACTIVATIONS)
+# tanh's exact eps_g of 6000 runs (quadrature, unused here) costs ~10 s: slow.
+@pytest.mark.parametrize("activation", [*TESTED[:3], pytest.param("tanh", marks=pytest.mark.slow)])
 def test_overlap_sampler_has_the_law_of_the_network(activation):
     """N = 30 (so that the finite-N terms matter), η = 0.5 and noise: 3000 runs of each method
     after 60 steps, every overlap compared by a two-sample Kolmogorov–Smirnov test."""
@@ -177,7 +183,7 @@ def test_overlap_sampler_has_the_law_of_the_network(activation):
     assert np.all(a.std(0) > 1e-3)  # the overlaps did move and spread
 
 
-@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize("activation", TESTED)
 def test_exact_eps_g_matches_a_test_set_of_the_network(activation):
     run = train(activation, Q0, R0, T0, N=50, eta=0.5, times=[0.0, 1.0], seeds=2, rng_seed=3,
                 backend="python", test_set=400_000)
@@ -188,13 +194,14 @@ def test_exact_eps_g_matches_a_test_set_of_the_network(activation):
 
 def test_exact_eps_g_is_zero_at_the_teacher_and_symmetric():
     for activation in ACTIVATIONS:
-        assert abs(generalisation_error(activation, T0, T0, T0)) < 1e-15
+        # Quadrature (tanh, ...) sums the same nodes for student and teacher: round-off.
+        assert abs(generalisation_error(activation, T0, T0, T0)) < 1e-14
 
 
 @pytest.mark.parametrize("kwargs, name", [
     (dict(eta=0.0), "eta"), (dict(noise=-1.0), "noise"), (dict(N=3), "N"),
     (dict(seeds=0), "seeds"), (dict(times=[2.0, 1.0]), "times"), (dict(method="x"), "method"),
-    (dict(activation="tanh"), "activation"), (dict(backend="gpu"), "backend")])
+    (dict(activation="step"), "activation"), (dict(backend="gpu"), "backend")])
 def test_bad_input_is_refused_in_one_line_naming_it(kwargs, name):
     args = dict(activation="erf", N=10, eta=0.1, times=[1.0]) | kwargs
     activation = args.pop("activation")
