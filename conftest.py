@@ -51,20 +51,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
-@pytest.fixture(autouse=True)
-def _order_parameter_marks():
-    """Each test starts with the order-parameter marks it found: ``declare_order_parameters``
-    marks symbols process-wide (``reduced_odes._symbolic``), so a test (or an example) that
-    declares a real ``m`` would otherwise change the gradient flow of another test's ``m``
-    on the same worker, and the outcome would depend on how xdist schedules the tests."""
-    from reduced_odes import _symbolic
-
-    marks = set(_symbolic._ORDER_PARAMETERS)
-    yield
-    _symbolic._ORDER_PARAMETERS.clear()
-    _symbolic._ORDER_PARAMETERS.update(marks)
-
-
 @pytest.fixture(scope="module")
 def lasting_cache():
     """A compile cache that outlives the session, for the native tests: numba's machine code
