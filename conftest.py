@@ -3,6 +3,7 @@ by the session's workers, and a lasting one for the native tests; the Hypothesis
 grouping of tests on the workers."""
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,13 @@ def session_cache(base: Path) -> Path:
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory):
     mp = pytest.MonkeyPatch()
-    mp.setenv("REDUCED_ODES_CACHE", str(session_cache(tmp_path_factory.getbasetemp())))
+    session = session_cache(tmp_path_factory.getbasetemp())
+    mp.setenv("REDUCED_ODES_CACHE", str(session))
+    # The native twins compiled by earlier sessions (numba's machine code, ~15 s of CPU a
+    # twin), not their systems: every system is still derived afresh here, and a twin's
+    # name hashes its system's module, so a copied twin is used only for a system derived
+    # to the same bits.
+    _share_twins(_lasting_directory(), session)
     yield
     mp.undo()
 
@@ -51,6 +58,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
+def _lasting_directory() -> Path:
+    lasting = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return lasting / "reduced-odes-native-tests"
+
+
 @pytest.fixture(scope="module")
 def lasting_cache():
     """A compile cache that outlives the session, for the native tests: numba's machine code
@@ -59,14 +71,15 @@ def lasting_cache():
     is safe."""
     mp = pytest.MonkeyPatch()
     session = Path(os.environ["REDUCED_ODES_CACHE"])
-    lasting = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    lasting = lasting / "reduced-odes-native-tests"
+    lasting = _lasting_directory()
     lasting.mkdir(parents=True, exist_ok=True)
     _share_systems(session, lasting)
+    _share_twins(session, lasting)
     mp.setenv("REDUCED_ODES_CACHE", str(lasting))
     yield
     mp.undo()
     _share_systems(lasting, session)
+    _share_twins(lasting, session)
 
 
 def _share_systems(source: Path, target: Path) -> None:
@@ -80,6 +93,34 @@ def _share_systems(source: Path, target: Path) -> None:
         for path in sorted(source.glob(pattern)):
             if not (target / path.name).exists():
                 atomic_write(target / path.name, path.read_bytes())
+
+
+def _share_twins(source: Path, target: Path) -> None:
+    """Copy the native twins in ``source`` that ``target`` lacks, with numba's machine code
+    for them, so that the session's cache and the lasting one compile each twin once
+    between them (a compile is ~15 s of CPU; a copy is milliseconds).
+
+    numba takes its cached code for a source file whose modification time and size are the
+    ones it recorded (``numba.core.caching``): each file is copied with its times, written
+    whole (a temporary file, then a rename: another worker may be reading), the machine
+    code before the index that names it, and the twin last.  A twin found without its
+    code is compiled again, as before; nothing is ever read half-written."""
+    if not source.is_dir():
+        return
+    (target / "__pycache__").mkdir(parents=True, exist_ok=True)
+    for twin in sorted(source.glob("native-*.py")):
+        if (target / twin.name).exists():
+            continue
+        code = sorted((source / "__pycache__").glob(f"{twin.stem}.*"),
+                      key=lambda path: path.suffix != ".nbc")  # data, then the indexes
+        for path in [*code, twin]:
+            _copy_whole(path, target / path.relative_to(source))
+
+
+def _copy_whole(path: Path, destination: Path) -> None:
+    partial = destination.with_name(f".{destination.name}.{os.getpid()}.partial")
+    shutil.copy2(path, partial)  # with its modification time, which numba checks
+    os.replace(partial, destination)
 
 
 @pytest.fixture
