@@ -38,13 +38,7 @@ def session_cache(base: Path) -> Path:
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_cache(tmp_path_factory):
     mp = pytest.MonkeyPatch()
-    session = session_cache(tmp_path_factory.getbasetemp())
-    mp.setenv("REDUCED_ODES_CACHE", str(session))
-    # The native twins compiled by earlier sessions (numba's machine code, ~15 s of CPU a
-    # twin), not their systems: every system is still derived afresh here, and a twin's
-    # name hashes its system's module, so a copied twin is used only for a system derived
-    # to the same bits.
-    _share_twins(_lasting_directory(), session)
+    mp.setenv("REDUCED_ODES_CACHE", str(session_cache(tmp_path_factory.getbasetemp())))
     yield
     mp.undo()
 
@@ -63,6 +57,15 @@ def _lasting_directory() -> Path:
     return lasting / "reduced-odes-native-tests"
 
 
+def _twins(directory: Path) -> set[str]:
+    return {path.name for path in directory.glob("native-*.py")}
+
+
+#: The twins the lasting cache held before this session: earlier sessions', not copied into
+#: this session's cache (the lasting cache keeps every twin it ever compiled).
+_LASTING_TWINS = _twins(_lasting_directory())
+
+
 @pytest.fixture(scope="module")
 def lasting_cache():
     """A compile cache that outlives the session, for the native tests: numba's machine code
@@ -79,7 +82,7 @@ def lasting_cache():
     yield
     mp.undo()
     _share_systems(lasting, session)
-    _share_twins(lasting, session)
+    _share_twins(lasting, session, _twins(lasting) - _LASTING_TWINS)  # this session's only
 
 
 def _share_systems(source: Path, target: Path) -> None:
@@ -95,7 +98,7 @@ def _share_systems(source: Path, target: Path) -> None:
                 atomic_write(target / path.name, path.read_bytes())
 
 
-def _share_twins(source: Path, target: Path) -> None:
+def _share_twins(source: Path, target: Path, names: set[str] | None = None) -> None:
     """Copy the native twins in ``source`` that ``target`` lacks, with numba's machine code
     for them, so that the session's cache and the lasting one compile each twin once
     between them (a compile is ~15 s of CPU; a copy is milliseconds).
@@ -104,12 +107,13 @@ def _share_twins(source: Path, target: Path) -> None:
     ones it recorded (``numba.core.caching``): each file is copied with its times, written
     whole (a temporary file, then a rename: another worker may be reading), the machine
     code before the index that names it, and the twin last.  A twin found without its
-    code is compiled again, as before; nothing is ever read half-written."""
+    code is compiled again, as before; nothing is ever read half-written.  ``names``: only
+    the twins of these names (default: all)."""
     if not source.is_dir():
         return
     (target / "__pycache__").mkdir(parents=True, exist_ok=True)
     for twin in sorted(source.glob("native-*.py")):
-        if (target / twin.name).exists():
+        if (target / twin.name).exists() or names is not None and twin.name not in names:
             continue
         code = sorted((source / "__pycache__").glob(f"{twin.stem}.*"),
                       key=lambda path: path.suffix != ".nbc")  # data, then the indexes
