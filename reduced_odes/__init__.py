@@ -62,7 +62,7 @@ _LAZY = {
     **dict.fromkeys(("Branch", "Continuation", "continue_branch"), "_continuation"),
     **dict.fromkeys(("ScalingFit", "fit_law", "measure_scaling"), "_scaling"),
     **dict.fromkeys(("plateau_predictions",), "_plateaus"),
-    **dict.fromkeys(("prediction_claims",), "_prediction_claims"),
+    **dict.fromkeys(("PredictionClaims", "prediction_claims"), "_prediction_claims"),
     **dict.fromkeys(("Axis", "draw_phase_diagram", "phase_diagram"), "_phase_diagram"),
     **dict.fromkeys(("draw_bifurcation_diagram", "draw_scaling_fit"), "_analysis_figures"),
 }
@@ -139,6 +139,7 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         geometric_sum as geometric_sum,
         token as token,
     )
+    from ._prediction_claims import PredictionClaims as PredictionClaims
     from ._prediction_claims import prediction_claims as prediction_claims
     from ._provenance import versions as versions
     from ._registry import (

@@ -39,6 +39,8 @@ OPTIONAL_HOOKS = ("check", "check_start", "integrate", "verify_settings", "measu
 #: The methods a model may implement through :attr:`Model.hooks`: the optional hooks and
 #: :meth:`Model.derive`.
 FORWARDABLE = ("derive", *OPTIONAL_HOOKS)
+#: The hooks a declaration of claims as data (:attr:`Model.claimed_predictions`) supplies.
+_DECLARABLE = ("verify_settings", "measure", "claims")
 
 
 class _PackageFunction:
@@ -218,6 +220,10 @@ class Model(abc.ABC):
     #: How the test suite checks the committed figures and their data files (the data
     #: files it computes afresh, their digits; see :class:`CommittedFigures`).
     committed_figures: ClassVar[CommittedFigures] = CommittedFigures()
+    #: Claims declared as data (a :class:`~reduced_odes.PredictionClaims`): the predicted
+    #: escape times and convergence rate of its settings, held against the measured ones;
+    #: it supplies :meth:`verify_settings`, :meth:`measure` and :meth:`claims`.
+    claimed_predictions: ClassVar[Any] = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -316,14 +322,20 @@ class Model(abc.ABC):
                         ) -> tuple[list[dict], list[dict]]:
         """The settings of ``grid`` for ``variants`` (dicts, each passed to :meth:`measure`),
         and the settings left out, each with its reason."""
+        if self.claimed_predictions is not None:
+            return self.claimed_predictions.verify_settings(self, grid, variants)
         raise self._unsupplied("verify_settings")
 
     def measure(self, setting: dict) -> dict:
         """The measurements of one setting (JSON-safe), computed in a worker process."""
+        if self.claimed_predictions is not None:
+            return self.claimed_predictions.measure(self, setting)
         raise self._unsupplied("measure")
 
     def claims(self, records: list[dict], variants: Sequence[str]) -> list[Claim]:
         """The verdict rows from every setting's record (``{"setting", "result"}``)."""
+        if self.claimed_predictions is not None:
+            return self.claimed_predictions.claims(records)
         raise self._unsupplied("claims")
 
     def verify_metadata(self) -> dict:
@@ -389,6 +401,8 @@ class Model(abc.ABC):
             return callable(getattr(self, hook, None))
         if not callable(getattr(self, hook, None)):  # switched off (set to None)
             return False
+        if hook in _DECLARABLE and self.claimed_predictions is not None:
+            return True
         return getattr(type(self), hook, default) is not default or hook in vars(self)
 
     def _unsupplied(self, hook: str) -> NotImplementedError:

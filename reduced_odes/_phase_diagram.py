@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import for_job
+from ._backend import for_job, resolve
 from ._figstyle import new_figure, save_figure
 from ._integrate import solve
 from ._params import ParameterError
@@ -73,7 +73,12 @@ def diagram_task(setting: Mapping[str, Any]) -> dict[str, Any]:
     """
     values = dict(setting)
     quantity = values.pop("quantity")
-    trajectory = solve(Setting.from_mapping(values))
+    parsed = Setting.from_mapping(values)
+    if resolve(parsed.solver.backend) == "numba" and quantity in parsed.model.phase_order:
+        from ._native._phase_times import phase_time  # numba only where it is selected
+
+        return {"value": phase_time(parsed, quantity)}
+    trajectory = solve(parsed)
     value = trajectory.phases[quantity] if quantity in trajectory.phases else \
         trajectory.final[quantity]
     return {"value": float(value) if math.isfinite(value) else None}

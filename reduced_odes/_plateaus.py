@@ -22,7 +22,7 @@ import numpy as np
 from ._fixed_points import FixedPoint, Flow, _distinct, classify, newton, slow_points
 from ._integrate import solve
 from ._io import json_safe
-from ._registry import get_model
+from ._registry import model_for
 from ._trajectory import DomainError
 
 __all__ = ["plateau_predictions"]
@@ -33,7 +33,8 @@ MANIFOLD_START = 1e-7
 
 
 def _flow_of(trajectory) -> Flow:
-    model = get_model(trajectory.model)
+    # By its parameters' class: a user's model loaded from a file is registered by no name.
+    model = model_for(trajectory.params)
     return Flow(trajectory.system, tuple(trajectory.system_args), model, trajectory.params,
                 trajectory.variant)
 

@@ -133,10 +133,11 @@ def derive_all(wanted: Iterable[System], executor: Executor, *, show: bool = Tru
     return len(missing)
 
 
-def derive_models(models: Sequence[Model], grid: str) -> int:
+def derive_models(models: Sequence[Model], grid: str, executor: Executor | None = None) -> int:
     """Derive every system that ``models`` integrate on their verification ``grid`` (and
-    each verified variant's default), several at once on a process pool: the main job's first step,
-    so that each verification starts with its systems in the cache.  The number derived.
+    each verified variant's default), several at once on a process pool (``executor``, or
+    one of its own): the main job's first step, so that each verification starts with its
+    systems in the cache.  The number derived.
 
     Examples
     --------
@@ -150,6 +151,8 @@ def derive_models(models: Sequence[Model], grid: str) -> int:
         wanted += systems(model, variants)
         if model.supports("claims") and grid in model.grids:
             wanted += systems(model, variants, model.verify_settings(grid, variants)[0])
+    if executor is not None:
+        return derive_all(wanted, executor)
     with process_pool(None, len(wanted)) as pool:
         return derive_all(wanted, pool)
 

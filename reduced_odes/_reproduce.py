@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import shutil
 import sys
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,9 @@ from ._compile import load_system
 from ._errors import EXIT_DIFFERS, EXIT_FAILED, EXIT_OK
 from ._figstyle import parse_formats
 from ._io import atomic_write
+from ._pool import process_pool
 from ._prepare import derive_models
-from ._registry import get_model, registered_models
+from ._registry import get_model, reference, registered_models
 from ._results import read_json, results_line
 from ._results_file import read_results
 from ._verify import check_grid, verdict, verify
@@ -126,24 +128,49 @@ def reproduce(*, grid: str = "default", results: str | Path = "results",
     the committed derivations.  With ``update_committed`` the fresh files are copied over
     the committed ones instead of being compared.  ``backend``: as for
     :func:`~reduced_odes.verify`.  The directories are the caller's to check writable.
+
+    One process pool beside the verifications does the rest of the work: first the
+    derivations, then each model's exported documents, then its figures once its
+    verification is done.  The job's steps that need no integration (SymPy, matplotlib)
+    so overlap the integrations instead of following them.
     """
     models = [get_model(only)] if only else registered_models()
     committed = (Path(figures), Path(derivations))
-    derive_models(models, grid)
-    return max(_reproduce_one(model, grid, Path(results), committed, update_committed,
-                              backend) for model in models)
+    work = Path(results)
+    with process_pool(None, 2 * len(models)) as side:
+        derive_models(models, grid, side)
+        exports = {model.name: side.submit(_export, reference(model), work / "derivations")
+                   for model in models if model.supports("export_derivations")}
+        runs = [_reproduce_one(model, grid, work, committed, update_committed, backend,
+                               side, exports.get(model.name)) for model in models]
+        for model, (_, drawn) in zip(models, runs, strict=True):
+            if drawn is not None:
+                _wrote(drawn.result())
+            if update_committed:
+                _update_committed(model, grid, work, committed)
+    return max(status for status, _ in runs)
+
+
+def _export(ref: str, directory: Path) -> list[Path]:
+    """A model's exported derivations, written into ``directory`` (a pool's task)."""
+    return get_model(ref).export_derivations(_directory(directory))
+
+
+def _draw(ref: str, directory: Path, data: Path) -> list[Path]:
+    """A model's figures, drawn from ``data`` into ``directory`` (a pool's task)."""
+    return get_model(ref).figures(_directory(directory), data, parse_formats("png,pdf"))
 
 
 def _reproduce_one(model, grid: str, work: Path, committed: tuple[Path, Path], update: bool,
-                   backend: str) -> int:
-    """Derive, verify on ``grid`` and draw the figures of one model into ``work``, and
-    compare with the committed data; its exit status."""
+                   backend: str, side: Executor, export: Future | None
+                   ) -> tuple[int, Future | None]:
+    """Verify one model on ``grid`` into ``work`` and compare with the committed data, its
+    derivations exported (``export``) and its figures handed to ``side``; its exit status
+    and the figures' future."""
     figures, _ = committed
     data = work / "figures" / "data" / model.name
     status = EXIT_OK
     print(f"== {model.name}", flush=True)
-    if model.supports("export_derivations"):
-        _wrote(model.export_derivations(_directory(work / "derivations")))
     if model.supports("claims"):
         fresh = work / model.name
         check_grid(model, grid)
@@ -154,14 +181,13 @@ def _reproduce_one(model, grid: str, work: Path, committed: tuple[Path, Path], u
         _figure_data(figures / "data" / model.name, fresh, _directory(data), grid)
         differs = _compared(model, fresh, figures / "data" / model.name, grid)
         status = max(status, EXIT_OK if update else differs)
-    if model.supports("figures"):
-        _wrote(model.figures(_directory(work / "figures" / model.name), data,
-                             parse_formats("png,pdf")))
+    if export is not None:
+        _wrote(export.result())
     if not any(model.supports(hook) for hook in ("export_derivations", "claims", "figures")):
         _say_derived(model)
-    if update:
-        _update_committed(model, grid, work, committed)
-    return status
+    drawn = side.submit(_draw, reference(model), work / "figures" / model.name, data) \
+        if model.supports("figures") else None
+    return status, drawn
 
 
 def _say_derived(model) -> None:

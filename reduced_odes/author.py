@@ -104,11 +104,11 @@ _PROVISIONAL = {
     # One Gaussian kernel as numbers (closed form or numerical), for rates summed by index.
     **dict.fromkeys(("KernelFunctions", "gaussian_kernel"), "_kernel_functions"),
     # The analysis of a flow: fixed points, continuation, scaling laws (for claims).
-    **dict.fromkeys(("Flow", "find_fixed_points"), "_fixed_points"),
+    **dict.fromkeys(("Flow", "classify", "find_fixed_points", "newton"), "_fixed_points"),
     **dict.fromkeys(("Continuation", "continue_branch"), "_continuation"),
     **dict.fromkeys(("fit_law",), "_scaling"),
     **dict.fromkeys(("plateau_predictions",), "_plateaus"),
-    **dict.fromkeys(("prediction_claims",), "_prediction_claims"),
+    **dict.fromkeys(("PredictionClaims", "prediction_claims"), "_prediction_claims"),
     # The one JSON-safe encoding (rounded to significant digits if asked).
     **dict.fromkeys(("json_safe",), "_io"),
     **dict.fromkeys(("FIGURE_DIGITS",), "_reproduce"),
@@ -169,7 +169,9 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     )
     from reduced_odes._fixed_points import (
         Flow as Flow,
+        classify as classify,
         find_fixed_points as find_fixed_points,
+        newton as newton,
     )
     from reduced_odes._gaussian import (
         GaussianExpectation as GaussianExpectation,
@@ -205,6 +207,7 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
         geometric_sum as geometric_sum,
         token as token,
     )
+    from reduced_odes._prediction_claims import PredictionClaims as PredictionClaims
     from reduced_odes._prediction_claims import prediction_claims as prediction_claims
     from reduced_odes._progress import Progress as Progress
     from reduced_odes._provenance import versions as versions

@@ -3,9 +3,18 @@
 Nothing here is a formula from the literature: the unspecialised fixed point
 (the plateau) is found by integrating the derived flow inside the invariant
 symmetric subspace and polishing with Newton's method on the compiled
-right-hand side; its eigenvalues come from the compiled (derived) Jacobian;
-the largest learning rate is where the perfectly specialised fixed point of
+right-hand side; every fixed point is classified by the engine's generic layer
+(:func:`reduced_odes.author.classify`: the eigenvalues of the compiled, derived
+Jacobian); the largest learning rate is where the perfectly specialised fixed point of
 a noise-free ``K = M`` pair loses stability, bisected on the same Jacobian.
+
+The generic layer also finds both on its own (:func:`plateau_by_newton`: its Newton on the
+whole flow from the subspace's point; :func:`eta_max_by_continuation`: pseudo-arclength
+continuation of the perfect student in ``eta``).  They are the checks, not the reported
+values: they agree to ~1e-14 (the plateau's ``eps_g``) and ~2e-8 (``eta_max``, located at
+a branch point), which would move the committed data (the phase levels read against the
+plateau, ``verify-default.jsonl``'s ``eta_max``), so the reported values stay the ones
+polished here (``tests/models/committee_machine/test_generic_layer.py``).
 """
 
 from __future__ import annotations
@@ -20,11 +29,13 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq, root
 
 from reduced_odes import get_model, load_system
+from reduced_odes.author import Continuation, Flow, classify, continue_branch, newton
 
 from .params import CommitteeParams
 
-__all__ = ["FixedPoint", "SymmetricPlateau", "closed_form_plateau", "largest_learning_rate",
-           "specialised_point", "symmetric_plateau", "system_for", "unspecialised_fixed_point"]
+__all__ = ["FixedPoint", "SymmetricPlateau", "closed_form_plateau", "eta_max_by_continuation",
+           "largest_learning_rate", "plateau_by_newton", "specialised_point",
+           "symmetric_plateau", "system_for", "unspecialised_fixed_point"]
 
 
 def system_for(params: CommitteeParams, variant: str):
@@ -88,12 +99,18 @@ class FixedPoint:
         return np.sort(growing.real)[::-1]
 
 
-def _fixed_point(system, args, y: np.ndarray) -> FixedPoint:
-    values = system.observables(y, *args)
-    eigenvalues = np.linalg.eigvals(np.asarray(system.jac(0.0, y, *args), dtype=float))
-    residual = float(np.max(np.abs(system.rhs(0.0, y, *args))))
-    eps_g = float(values[system.observable_names.index("eps_g")])
-    return FixedPoint(y, eps_g, eigenvalues, residual)
+def _flow(params: CommitteeParams, variant: str) -> Flow:
+    """The generic layer's flow at ``params`` (on :func:`system_for`'s system)."""
+    return Flow(system_for(params, variant), _args(params), get_model("committee_machine"),
+                params, variant)
+
+
+def _fixed_point(params: CommitteeParams, variant: str, y: np.ndarray) -> FixedPoint:
+    """The point ``y`` as the generic layer classifies it: ``eps_g``, the eigenvalues of the
+    exact Jacobian (largest real part first), the residual."""
+    point = classify(_flow(params, variant), y)
+    return FixedPoint(point.coordinates, point.observables["eps_g"], point.eigenvalues,
+                      point.residual)
 
 
 @functools.lru_cache(maxsize=256)
@@ -111,7 +128,7 @@ def _unspecialised(K: int, M: int, eta: float, noise: float, variant: str) -> Fi
     flow = solve_ivp(lambda t, z: rates(z), (0, 1e4), start, method="LSODA",
                      rtol=1e-10, atol=1e-13)
     polished = root(rates, flow.y[:, -1], method="hybr", options={"xtol": 1e-15})
-    point = _fixed_point(system, args, embed(polished.x))
+    point = _fixed_point(params, variant, embed(polished.x))
     # The flow within the subspace: the embedding is linear, so its Jacobian is the full
     # one's rows of the picked coordinates times the embedding's columns.
     columns = np.array([embed(unit) for unit in np.eye(len(picks))]).T
@@ -162,7 +179,7 @@ def specialised_point(params: CommitteeParams, variant: str,
                           for name in system.state_names])
     polished = root(lambda y: system.rhs(0.0, y, *args), start, jac=lambda y: system.jac(
         0.0, y, *args), method="hybr", options={"xtol": 1e-15})
-    return _fixed_point(system, args, polished.x)
+    return _fixed_point(params, variant, polished.x)
 
 
 def largest_learning_rate(K: int, variant: str = "erf", hi: float = 8.0) -> float:
@@ -185,6 +202,43 @@ def largest_learning_rate(K: int, variant: str = "erf", hi: float = 8.0) -> floa
     while growth(low / 2) > 0 and low > 1e-6:
         low /= 2
     return brentq(growth, low / 2, low, xtol=1e-12, rtol=1e-12)
+
+
+def plateau_by_newton(params: CommitteeParams, variant: str) -> FixedPoint | None:
+    """The plateau by the generic layer: its damped Newton on the whole flow from the point
+    the symmetric subspace's flow reaches (:func:`unspecialised_fixed_point`'s seed), then
+    classified; None if Newton finds no fixed point there.  The check of the plateau.
+
+    Examples
+    --------
+    >>> point = plateau_by_newton(CommitteeParams(K=2, M=2), "erf")
+    >>> abs(point.eps_g - closed_form_plateau(2)) < 1e-10
+    True
+    """
+    seed = unspecialised_fixed_point(params, variant).state
+    y = newton(_flow(params, variant), seed)
+    return None if y is None else _fixed_point(params, variant, y)
+
+
+def eta_max_by_continuation(K: int, variant: str = "erf", hi: float = 8.0) -> float:
+    """The largest learning rate by the generic layer: the perfect student of a noise-free
+    ``K = M`` pair continued in ``eta`` from 0.1 to ``hi``, where it loses stability (inf if
+    it does not).  The check of :func:`largest_learning_rate`.
+
+    Examples
+    --------
+    >>> round(eta_max_by_continuation(2), 5)
+    2.30683
+    """
+    params = CommitteeParams(K=K, M=K, eta=0.1)
+    perfect = [float(name.split("_")[1] == name.split("_")[2])
+               for name in system_for(params, variant).state_names]
+    # The start's system holds all along (its eta > 0 derives the learning-rate term); the
+    # model's check of a setting (its plateau must exist) does not concern this branch.
+    continuation = Continuation(get_model("committee_machine"), params, "eta", variant)
+    branch = continue_branch(continuation, perfect, 0.1, hi)
+    losses = [b["param"] for b in branch.bifurcations if b["kind"] == "loss_of_stability"]
+    return losses[0] if losses else math.inf
 
 
 @functools.lru_cache(maxsize=8)

@@ -196,6 +196,13 @@ def derive_predictions(closure: str) -> Predictions:
 
 
 @cache
+def _window_log_rate(closure: str) -> sp.Expr:
+    """The L -> oo limit of d(log w_kq)/dtau, simplified once per closure (seconds of
+    SymPy, the same for every (alpha, w*) of a grid)."""
+    return sp.simplify(derive_predictions(closure).window_limit_system[1] / W_KQ)
+
+
+@cache
 def _window_over_l(closure: str, alpha: float, wstar: float) -> float:
     """Integrate the L -> oo limit of the (w_v2, w_kq) flow in tau = t / L."""
     from scipy.integrate import solve_ivp
@@ -204,7 +211,7 @@ def _window_over_l(closure: str, alpha: float, wstar: float) -> float:
     params = {ALPHA: alpha, WSTAR: wstar}
     rates = sp.lambdify([W_V2, LOG_STATE[3]],
                         [pred.window_limit_system[0].subs(params).subs(W_KQ, sp.exp(LOG_STATE[3])),
-                         sp.simplify(pred.window_limit_system[1] / W_KQ).subs(params)
+                         _window_log_rate(closure).subs(params)
                          .subs(W_KQ, sp.exp(LOG_STATE[3]))], modules="math")
     w_v2 = float(pred.expressions["plateau_w_v2"].subs(params))
 
