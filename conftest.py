@@ -3,6 +3,7 @@ by the session's workers, and a lasting one for the native tests; the Hypothesis
 grouping of tests on the workers."""
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -51,18 +52,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
-@pytest.fixture(autouse=True)
-def _order_parameter_marks():
-    """Each test starts with the order-parameter marks it found: ``declare_order_parameters``
-    marks symbols process-wide (``reduced_odes._symbolic``), so a test (or an example) that
-    declares a real ``m`` would otherwise change the gradient flow of another test's ``m``
-    on the same worker, and the outcome would depend on how xdist schedules the tests."""
-    from reduced_odes import _symbolic
+def _lasting_directory() -> Path:
+    lasting = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return lasting / "reduced-odes-native-tests"
 
-    marks = set(_symbolic._ORDER_PARAMETERS)
-    yield
-    _symbolic._ORDER_PARAMETERS.clear()
-    _symbolic._ORDER_PARAMETERS.update(marks)
+
+def _twins(directory: Path) -> set[str]:
+    return {path.name for path in directory.glob("native-*.py")}
+
+
+#: The twins the lasting cache held before this session: earlier sessions', not copied into
+#: this session's cache (the lasting cache keeps every twin it ever compiled).
+_LASTING_TWINS = _twins(_lasting_directory())
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +74,15 @@ def lasting_cache():
     is safe."""
     mp = pytest.MonkeyPatch()
     session = Path(os.environ["REDUCED_ODES_CACHE"])
-    lasting = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    lasting = lasting / "reduced-odes-native-tests"
+    lasting = _lasting_directory()
     lasting.mkdir(parents=True, exist_ok=True)
     _share_systems(session, lasting)
+    _share_twins(session, lasting)
     mp.setenv("REDUCED_ODES_CACHE", str(lasting))
     yield
     mp.undo()
     _share_systems(lasting, session)
+    _share_twins(lasting, session, _twins(lasting) - _LASTING_TWINS)  # this session's only
 
 
 def _share_systems(source: Path, target: Path) -> None:
@@ -94,6 +96,35 @@ def _share_systems(source: Path, target: Path) -> None:
         for path in sorted(source.glob(pattern)):
             if not (target / path.name).exists():
                 atomic_write(target / path.name, path.read_bytes())
+
+
+def _share_twins(source: Path, target: Path, names: set[str] | None = None) -> None:
+    """Copy the native twins in ``source`` that ``target`` lacks, with numba's machine code
+    for them, so that the session's cache and the lasting one compile each twin once
+    between them (a compile is ~15 s of CPU; a copy is milliseconds).
+
+    numba takes its cached code for a source file whose modification time and size are the
+    ones it recorded (``numba.core.caching``): each file is copied with its times, written
+    whole (a temporary file, then a rename: another worker may be reading), the machine
+    code before the index that names it, and the twin last.  A twin found without its
+    code is compiled again, as before; nothing is ever read half-written.  ``names``: only
+    the twins of these names (default: all)."""
+    if not source.is_dir():
+        return
+    (target / "__pycache__").mkdir(parents=True, exist_ok=True)
+    for twin in sorted(source.glob("native-*.py")):
+        if (target / twin.name).exists() or names is not None and twin.name not in names:
+            continue
+        code = sorted((source / "__pycache__").glob(f"{twin.stem}.*"),
+                      key=lambda path: path.suffix != ".nbc")  # data, then the indexes
+        for path in [*code, twin]:
+            _copy_whole(path, target / path.relative_to(source))
+
+
+def _copy_whole(path: Path, destination: Path) -> None:
+    partial = destination.with_name(f".{destination.name}.{os.getpid()}.partial")
+    shutil.copy2(path, partial)  # with its modification time, which numba checks
+    os.replace(partial, destination)
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ._codegen import CODEGEN_VERSION, CompiledSystem, _system_from_module, _versions, generate
+from ._derivation_scope import derivation_scope
 from ._errors import DerivationError
 from ._io import atomic_write, exclusive
 from ._params import warn
@@ -239,7 +240,8 @@ def _derive(model, variant: str, structure: Mapping[str, Any]):
     """``model.derive(variant, **structure)``; any failure becomes a DerivationError naming
     the step."""
     try:
-        return model.derive(variant, **structure)
+        with derivation_scope():  # also for a derive forwarded by ``hooks``, or no Model's
+            return model.derive(variant, **structure)
     except DerivationError:
         raise
     except Exception as exc:  # a user's declaration: report which step, never a traceback

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._claims import Claim, CommittedFigures
+from ._derivation_scope import scoped
 from ._errors import DerivationError  # re-exported: a model's own error, with its contract
 from ._params import ParameterError, Parameters, check_keys
 from ._stop_rules import Crossing, SettledRule
@@ -235,6 +236,10 @@ class Model(abc.ABC):
             if hook in cls.__dict__:
                 raise TypeError(f"{cls.__name__} defines {hook!r} and names it in hooks")
             setattr(cls, hook, _PackageFunction(hook, where, package, cls.__name__))
+        if callable(cls.__dict__.get("derive")):
+            # Each derivation's marks (its order parameters) are its own: another model
+            # that names the same symbol is not affected (reduced_odes._derivation_scope).
+            cls.derive = scoped(cls.__dict__["derive"])
 
     # -- 4. derivation ----------------------------------------------------------------
     @abc.abstractmethod

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from ._derivation_scope import mark, marked
 from ._errors import DerivationError
 from ._terms import (
     CoordinateChange,
@@ -230,11 +231,6 @@ def _as_greater(condition) -> sp.Basic:
                                     f"(several conditions as a list, all of which hold)")
 
 
-#: Symbols declared as order parameters (functions of trained weights, see
-#: :func:`declare_order_parameters`): their gradient flow needs the pull-back mobility.
-_ORDER_PARAMETERS: set[sp.Symbol] = set()
-
-
 def declare_order_parameters(symbols: Iterable[sp.Symbol]) -> tuple[sp.Symbol, ...]:
     """Mark ``symbols`` as order parameters of weights trained by gradient flow.
 
@@ -242,6 +238,10 @@ def declare_order_parameters(symbols: Iterable[sp.Symbol]) -> tuple[sp.Symbol, .
     state that holds any of them: the flow in order parameters is ``-M grad L``
     with the pull-back mobility ``M`` (:func:`~reduced_odes.pullback_mobility`),
     and the identity would give a flow that no network realises.
+
+    The mark holds for the derivation that makes it: every model's ``derive`` runs in
+    a scope of its own (:mod:`reduced_odes._derivation_scope`), so another model that
+    names its own ``m`` is not affected.
 
     Examples
     --------
@@ -253,7 +253,7 @@ def declare_order_parameters(symbols: Iterable[sp.Symbol]) -> tuple[sp.Symbol, .
     metric
     """
     symbols = tuple(symbols) if isinstance(symbols, Iterable) else (symbols,)
-    _ORDER_PARAMETERS.update(symbols)
+    mark(symbols)
     return symbols
 
 
@@ -269,7 +269,7 @@ def _gradient_part(state: tuple, loss: sp.Expr, metric, mobility) -> tuple:
                                               f"shape {mobility.shape}")
         return None, mobility, mobility_gradient(loss, state, mobility)
     if metric is None:
-        ordered = sorted(map(str, _ORDER_PARAMETERS.intersection(state)))
+        ordered = sorted(map(str, marked().intersection(state)))
         if ordered:
             raise DerivationError("metric", f"{', '.join(ordered)} are order parameters: the "
                                             f"identity metric is not their gradient flow; pass "

@@ -32,8 +32,8 @@ class SlowEscape(Model):
 
         from reduced_odes.author import gradient_flow
 
-        # positive, not real: an example in the same test process declares a real ``m`` an
-        # order parameter, and the engine keeps that mark per symbol (a process-wide set).
+        # positive: the domain is m > 0 (another model's order parameter ``m`` in the same
+        # process would not matter: the marks are per derivation, _derivation_scope).
         m, k = sp.Symbol("m", positive=True), sp.Symbol("k", positive=True)
         loss = -(m**k / k - m**(k + 2) / (k + 2))
         return gradient_flow((m,), loss, parameters=(k,), domain=[m > 0])
