@@ -422,16 +422,89 @@ def _jacobian(s, y, args, jm, fws, iws, trial):
 
 
 @njit(**_INLINE)
+def _predict(d, order, n, ws):
+    """``ws.y_predict`` <- the sum of ``d[:order + 1]``; ``ws.psi``, SciPy's ``psi``."""
+    for i in range(n):
+        yp, ps = d[0, i], 0.0
+        for j in range(1, order + 1):
+            yp += d[j, i]
+            ps += d[j, i] * GAMMA[j]
+        ws.y_predict[i], ws.psi[i] = yp, ps / ALPHA[order]
+
+
+@njit(**_INLINE)
+def _factor(c, t_new, jm, lu, piv, fws, iws, n):
+    """``lu`` <- the LU factors of ``I - c (dt/ds) J``, unless they are current."""
+    if iws[I_LU_OK] == 0:
+        g = c * (fws[F_T0] * math.exp(t_new) if fws[F_T0] > 0.0 else 1.0)
+        for i in range(n):
+            for j in range(n):
+                lu[i, j] = -g * jm[i, j]
+            lu[i, i] += 1.0
+        _lu_factor(lu, piv)
+        iws[I_NLU] += 1
+        iws[I_LU_OK] = 1
+
+
+@njit(**_INLINE)
+def _solve_stage(t_new, c, current_jac, newton_tol, args, fws, iws, jm, lu, piv, ws, n):
+    """Newton on the step's equations with the Jacobian as it is, then once more with a
+    fresh one; (converged, iterations, whether the Jacobian is now current)."""
+    converged, n_iter = False, 0
+    for _attempt in range(2):
+        _factor(c, t_new, jm, lu, piv, fws, iws, n)
+        converged, n_iter = _newton(t_new, c, lu, piv, newton_tol, args, fws, iws, ws)
+        if converged or current_jac:
+            break
+        _jacobian(t_new, ws.y_predict, args, jm, fws, iws, ws.trial)
+        iws[I_LU_OK] = 0
+        current_jac = True
+    return converged, n_iter, current_jac
+
+
+@njit(**_INLINE)
+def _error_norm(order, rtol, atol, ws):
+    """The step's error against ``atol + rtol |y|``; infinite if not finite (deviation:
+    SciPy's ``> 1`` would accept a NaN)."""
+    _scale_of(ws.y, rtol, atol, ws.scale)
+    error_norm = _norm(ERROR_CONST[order], ws.dd, ws.scale)
+    return error_norm if math.isfinite(error_norm) else np.inf
+
+
+@njit(**_INLINE)
+def _accept(d, order, n, ws):
+    """SciPy's update of the differences after an accepted step."""
+    for i in range(n):
+        d[order + 2, i] = ws.dd[i] - d[order + 1, i]
+        d[order + 1, i] = ws.dd[i]
+    for j in range(order, -1, -1):
+        for i in range(n):
+            d[j, i] += d[j + 1, i]
+
+
+@njit(**_INLINE)
+def _to_bound(t, t_bound, h_abs, d, order, iws, ws):
+    """The step's end and size, cut at ``t_bound`` (the differences rescaled to it)."""
+    t_new = t + h_abs
+    if t_new - t_bound > 0:
+        t_new = t_bound
+        _change_d(d, order, abs(t_new - t) / h_abs, ws)
+        iws[I_EQUAL] = 0
+        iws[I_LU_OK] = 0
+        h_abs = abs(t_new - t)
+    return t_new, h_abs
+
+
+@njit(**_INLINE)
 def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
     """One accepted step of SciPy's ``BDF._step_impl``: ``ACCEPTED``, or why none was:
     ``TOO_SMALL`` (the step size fell below ``min_step``), ``NOT_FINITE`` (it became NaN or
     infinite; deviation: SciPy's ``h_abs < min_step`` is never true of a NaN, and its loop
     never ends) or ``NO_STEP`` (``MAX_TRIALS`` trials)."""
-    t, t_bound, order, n = fws[F_T], fws[F_BOUND], iws[I_ORDER], _size(d[0])
+    t, order, n = fws[F_T], iws[I_ORDER], _size(d[0])
     # Deviation: one ulp of t, where SciPy takes ten.  Steps are exact (h_abs, see below),
     # so a step of a few ulps moves the state right and t to within ulp(t) / 2 of its end:
-    # a slow escape at t ~ 5e13 needs steps of ~0.05 = 6 ulps, which SciPy's floor refuses
-    # (LSODA takes them).
+    # a slow escape at t ~ 5e13 needs steps of ~0.05 = 6 ulps, which SciPy's floor refuses.
     min_step = abs(np.nextafter(t, np.inf) - t)
     h_abs = fws[F_H_ABS]
     if not math.isfinite(h_abs):
@@ -446,80 +519,39 @@ def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
             return NOT_FINITE
         if h_abs < min_step:
             return TOO_SMALL
-        t_new = t + h_abs
-        if t_new - t_bound > 0:
-            t_new = t_bound
-            _change_d(d, order, abs(t_new - t) / h_abs, ws)
-            iws[I_EQUAL] = 0
-            iws[I_LU_OK] = 0
-            h_abs = abs(t_new - t)
-        # Deviation: the step is h_abs, the one the differences D are scaled to, not SciPy's
-        # rounded ``t_new - t``.  Far from t = 0 the two differ by up to ulp(t) / 2, and the
-        # correction then carries ``f ulp(t)``, which the error test reads as the step's
-        # error: once it exceeds the tolerance no step passes, and the step shrinks to
-        # nothing (a slow escape at t ~ 1e8, m ~ 0.05, rtol 1e-11).  As LSODA: t_new is the
-        # step's end up to round-off of t, which shifts the time only.
-        h = h_abs
-        for i in range(n):  # the prediction: the sum of d[:order + 1]; SciPy's psi
-            yp, ps = d[0, i], 0.0
-            for j in range(1, order + 1):
-                yp += d[j, i]
-                ps += d[j, i] * GAMMA[j]
-            ws.y_predict[i], ws.psi[i] = yp, ps / ALPHA[order]
+        t_new, h_abs = _to_bound(t, fws[F_BOUND], h_abs, d, order, iws, ws)
+        # Deviation: the step is h_abs, to which the differences D are scaled, not SciPy's
+        # rounded ``t_new - t`` (they differ by up to ulp(t) / 2, which the error test would
+        # read as the step's error far from t = 0: a slow escape at t ~ 1e8).
+        _predict(d, order, n, ws)
         _scale_of(ws.y_predict, rtol, atol, ws.scale)
-        c = h / ALPHA[order]
+        c = h_abs / ALPHA[order]
         if fws[F_T0] > 0.0:
             iws[I_LU_OK] = 0  # dt/ds grows at every step: the factors are made anew
         if refresh:  # deviation: not the Jacobian of the rejected trial (see the docstring)
             _jacobian(t_new, ws.y_predict, args, jm, fws, iws, ws.trial)
             iws[I_LU_OK] = 0
             current_jac, refresh = True, False
-        converged, n_iter = False, 0
-        for _attempt in range(2):  # the Jacobian as it is, then once more with a fresh one
-            if iws[I_LU_OK] == 0:  # lu <- the LU factors of I - c (dt/ds) J
-                g = c * (fws[F_T0] * math.exp(t_new) if fws[F_T0] > 0.0 else 1.0)
-                for i in range(n):
-                    for j in range(n):
-                        lu[i, j] = -g * jm[i, j]
-                    lu[i, i] += 1.0
-                _lu_factor(lu, piv)
-                iws[I_NLU] += 1
-                iws[I_LU_OK] = 1
-            converged, n_iter = _newton(t_new, c, lu, piv, newton_tol, args, fws, iws, ws)
-            if converged or current_jac:
-                break
-            _jacobian(t_new, ws.y_predict, args, jm, fws, iws, ws.trial)
-            iws[I_LU_OK] = 0
-            current_jac = True
+        converged, n_iter, current_jac = _solve_stage(t_new, c, current_jac, newton_tol, args,
+                                                      fws, iws, jm, lu, piv, ws, n)
         if not converged:
             h_abs *= 0.5
             _change_d(d, order, 0.5, ws)
-            iws[I_EQUAL] = 0
-            iws[I_LU_OK] = 0
-            refresh = True
+            iws[I_EQUAL], iws[I_LU_OK], refresh = 0, 0, True
             continue
         safety = 0.9 * (2 * NEWTON_MAXITER + 1) / (2 * NEWTON_MAXITER + n_iter)
-        _scale_of(ws.y, rtol, atol, ws.scale)
-        error_norm = _norm(ERROR_CONST[order], ws.dd, ws.scale)
-        if not math.isfinite(error_norm):  # deviation: SciPy's ``> 1`` would accept a NaN
-            error_norm = np.inf
-        if error_norm > 1:
-            factor = max(MIN_FACTOR, safety * error_norm ** (-1 / (order + 1)))
-            h_abs *= factor
-            _change_d(d, order, factor, ws)
-            iws[I_EQUAL] = 0
-            continue
-        break
+        error_norm = _error_norm(order, rtol, atol, ws)
+        if error_norm <= 1:
+            break
+        factor = max(MIN_FACTOR, safety * error_norm ** (-1 / (order + 1)))
+        h_abs *= factor
+        _change_d(d, order, factor, ws)
+        iws[I_EQUAL] = 0
     else:
         return NO_STEP
     iws[I_EQUAL] += 1
     fws[F_T], fws[F_H_ABS] = t_new, h_abs
-    for i in range(n):  # SciPy's update of the differences after an accepted step
-        d[order + 2, i] = ws.dd[i] - d[order + 1, i]
-        d[order + 1, i] = ws.dd[i]
-    for j in range(order, -1, -1):
-        for i in range(n):
-            d[j, i] += d[j + 1, i]
+    _accept(d, order, n, ws)
     if iws[I_EQUAL] < order + 1:
         return ACCEPTED
     _choose_order(order, error_norm, safety, fws, iws, d, ws)

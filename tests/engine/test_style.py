@@ -3,8 +3,8 @@
 Lengths are read from the syntax tree (a function's lines run from its ``def`` to its last
 statement, docstring included), over the engine: ``reduced_odes/`` without the built-in
 models, which are examples of the author API rather than engine code.  One file is left out
-of both limits: ``_native/_bdf.py`` is SciPy's BDF ported line by line, and its ``_step``
-keeps ``BDF._step_impl``'s shape so that every deviation can be read against SciPy's.
+of the file limit only: ``_native/_bdf.py`` is SciPy's BDF ported line by line (913 lines),
+kept whole so that every deviation can be read against SciPy's; its functions keep the limit.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "reduced_odes"
 #: The line-by-line port of SciPy's BDF stepper (see the module docstring).
-EXEMPT = {PACKAGE / "_native" / "_bdf.py"}
+EXEMPT = frozenset({PACKAGE / "_native" / "_bdf.py"})
 MAX_FILE_LINES = 450
 MAX_FUNCTION_LINES = 60
 
 
-def _engine_files() -> list[Path]:
+def _engine_files(exempt: frozenset[Path] = frozenset()) -> list[Path]:
     return sorted(p for p in PACKAGE.rglob("*.py")
-                  if "models" not in p.relative_to(PACKAGE).parts and p not in EXEMPT)
+                  if "models" not in p.relative_to(PACKAGE).parts and p not in exempt)
 
 
 def _long_functions(source: str, limit: int) -> list[tuple[str, int, int]]:
@@ -41,7 +41,7 @@ def test_the_engine_is_found():
 
 
 def test_no_engine_file_exceeds_450_lines():
-    long = {str(p.relative_to(PACKAGE)): lines for p in _engine_files()
+    long = {str(p.relative_to(PACKAGE)): lines for p in _engine_files(EXEMPT)
             if (lines := len(p.read_text().splitlines())) > MAX_FILE_LINES}
     assert long == {}
 
