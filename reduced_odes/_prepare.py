@@ -23,7 +23,6 @@ from ._compile import is_cached, load_system
 from ._contract import Model
 from ._integrate import solve
 from ._params import ParameterError, SolverConfig
-from ._pool import process_pool
 from ._progress import Activity
 from ._registry import get_model, reference
 from ._trajectory import DomainError
@@ -133,16 +132,18 @@ def derive_all(wanted: Iterable[System], executor: Executor, *, show: bool = Tru
     return len(missing)
 
 
-def derive_models(models: Sequence[Model], grid: str, executor: Executor | None = None) -> int:
+def derive_models(models: Sequence[Model], grid: str, executor: Executor) -> int:
     """Derive every system that ``models`` integrate on their verification ``grid`` (and
-    each verified variant's default), several at once on a process pool (``executor``, or
-    one of its own): the main job's first step, so that each verification starts with its
-    systems in the cache.  The number derived.
+    each verified variant's default), several at once on ``executor`` (the main job's
+    process pool): its first step, so that each verification starts with its systems in
+    the cache.  The number derived.
 
     Examples
     --------
+    >>> from concurrent.futures import ThreadPoolExecutor
     >>> from reduced_odes.models import get_model
-    >>> derive_models([get_model("deep_linear")], "default") in (0, 1)  # 0 once cached
+    >>> with ThreadPoolExecutor(1) as pool:
+    ...     derive_models([get_model("deep_linear")], "default", pool) in (0, 1)  # 0 once cached
     True
     """
     wanted = []
@@ -151,10 +152,7 @@ def derive_models(models: Sequence[Model], grid: str, executor: Executor | None 
         wanted += systems(model, variants)
         if model.supports("claims") and grid in model.grids:
             wanted += systems(model, variants, model.verify_settings(grid, variants)[0])
-    if executor is not None:
-        return derive_all(wanted, executor)
-    with process_pool(None, len(wanted)) as pool:
-        return derive_all(wanted, pool)
+    return derive_all(wanted, executor)
 
 
 def warm_native(model: Model, variant: str) -> None:
