@@ -131,3 +131,17 @@ def test_the_docs_state_the_code_s_thresholds():
     row = next(line for line in docs.splitlines() if line.startswith("| phases |"))
     for name, value in PhaseLevels().as_dict().items():
         assert re.search(rf"`{name}` = {value:g}\b", row), (name, value, row)
+
+
+@pytest.mark.parametrize("K, M", [(3, 2), (2, 3), (5, 5)])
+def test_relu_with_a_learning_rate_beyond_its_width_is_refused_in_one_line(K, M, capsys):
+    """ReLU's eta term beyond K + M = RELU_ETA_UNITS (a K = 3, M = 2 solve ran for over 20
+    minutes) exits 2 before any derivation, naming eta, K, M and the allowed range."""
+    from reduced_odes.models.committee_machine.params import RELU_ETA_UNITS
+
+    argv = ["solve", "--model", "committee_machine", "--activation", "relu", "--eta", "0.1",
+            "--K", str(K), "--M", str(M)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert f"K={K}" in err[0] and f"K + M <= {RELU_ETA_UNITS}" in err[0] and "eta=0.1" in err[0]
