@@ -116,6 +116,6 @@ def assemble(problem: Problem, run: Run, stop: tuple[float, str] | None = None) 
     series, phases = run.outputs(problem, t, t_end, crossings)
     nfev, njev, nlu, steps = run.counts(t_end)
     stats = SolverStats(run.label or solver.method, solver.rtol, solver.atol, nfev=nfev,
-                        njev=njev, nlu=nlu, steps=steps)
+                        njev=njev, nlu=nlu, steps=steps, atol_floor=problem.floored())
     return trajectory(setting, problem, t, series, (crossings, phases), stats, run.dense,
                       None if stop is None else stop[1])

@@ -76,7 +76,8 @@ def _ivp_piece(problem: Problem, y0, t0: float, t1: float, converge: bool,
         try:
             return solve_ivp(
                 rhs, (t0, t1), y0, method=problem.method, jac=jac, rtol=problem.rtol,
-                atol=problem.atol, dense_output=True, args=problem.args, events=events or None)
+                atol=problem.tolerance(), dense_output=True, args=problem.args,
+                events=events or None)
         except EVALUATION_ERRORS as exc:
             raise problem.evaluation_error(t0, y0, exc) from None
 

@@ -100,7 +100,7 @@ class _Direct:
 
         self.problem, y0, n = problem, problem.y0, problem.y0.size
         r = ode(*problem.guarded())
-        r.set_integrator("lsoda", rtol=problem.rtol, atol=problem.atol, nsteps=10**6)
+        r.set_integrator("lsoda", rtol=problem.rtol, atol=problem.tolerance(), nsteps=10**6)
         r.set_initial_value(y0.copy(), 0.0)  # LSODA overwrites its state array in place
         try:
             integrator = r._integrator

@@ -374,7 +374,8 @@ class SolverConfig(Parameters):
     method : {"LSODA", "Radau", "BDF"}
         Stiff SciPy method; LSODA has the lowest per-step overhead.
     rtol, atol : float
-        Tolerances (atol applies to every integration coordinate alike).
+        Tolerances (atol applies to every integration coordinate alike, except that a log
+        coordinate's is never below the machine epsilon: ``Trajectory.stats.atol_floor``).
     t_end : float or None
         Final time; ``None`` lets the model's stop rule choose it.
     n_output : int
@@ -412,7 +413,8 @@ class SolverConfig(Parameters):
     atol: float = parameter(1e-12, interval(1e-30, 1e-3, closed="lo,hi"),
                             "absolute tolerance on every integration coordinate (logs and "
                             "O(1) overlaps: above 1e-3 an accepted step may leave the domain; "
-                            "below 1e-30 no step is accurate enough where a log passes 0)")
+                            "a log coordinate's is at least the machine epsilon, 2.2e-16, as "
+                            "its absolute error is its variable's relative error)")
     t_end: float | None = None
     n_output: int = parameter(400, integer(2, 10**7), "number of log-spaced output times")
     backend: str = parameter("auto", choice("auto", "python", "numba"),

@@ -7,6 +7,7 @@ with the domain guards and diagnostics every stepper shares.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -23,8 +24,15 @@ from ._steppers import stepper_for
 from ._stop_rules import SettledRule
 from ._trajectory import DomainError
 
-__all__ = ["EVALUATION_ERRORS", "Problem", "run_label"]
+__all__ = ["EVALUATION_ERRORS", "LOG_ATOL_FLOOR", "Problem", "run_label"]
 
+#: The least absolute tolerance of a log coordinate ``y = ln x`` (a state variable ``x = c e^y``):
+#: an absolute error in ``y`` is a relative error in ``x``, and no float ``x`` holds one below
+#: the machine epsilon (floats near ``x`` are ``eps x`` apart), so the flow, evaluated through
+#: ``x``, cannot tell apart two values of ``y`` closer than that.  A tighter ``atol`` only
+#: shrinks the steps near ``y = 0`` (where ``atol + rtol |y|`` is ``atol``) until a step
+#: budget stops the run: deep_linear settles at ``ln a = ln b = 0`` for ``s = 1``.
+LOG_ATOL_FLOOR = float(np.finfo(float).eps)
 #: Exceptions that evaluating the compiled flow outside its domain can raise
 #: (``math.sqrt`` of a negative number, a complex power converted to float, ...).
 EVALUATION_ERRORS = (ValueError, TypeError, OverflowError, ZeroDivisionError)
@@ -96,6 +104,29 @@ def _initial_state(model: Model, params, variant: str, initial, system: Compiled
     return y0
 
 
+def _log_coordinates(system: CompiledSystem, y0: np.ndarray, args) -> np.ndarray:
+    """Which coordinates are logarithms of their state variables (``x = c e^y``, any constant
+    ``c > 0``, the model's parameters included), whatever the derivation named them: where
+    moving ``y`` by +-1/2 scales ``x`` by ``e^(+-1/2)``, to round-off (a few ulps; 1e-12 is
+    far above it and far below any other change's coincidence at both probes).  None where
+    the state cannot be evaluated there (no floor: only the steps it saves are lost).
+
+    Examples
+    --------
+    >>> from reduced_odes._compile import load_system
+    >>> _log_coordinates(load_system("deep_linear"), np.array([-3.0, 0.0]), (2.0,))
+    array([ True,  True])
+    """
+    half = math.exp(0.5)
+    try:
+        x, up, down = (np.asarray(system.state(y0 + shift, *args), dtype=float)
+                       for shift in (0.0, 0.5, -0.5))
+    except (ValueError, ArithmeticError):
+        return np.zeros(y0.size, dtype=bool)
+    with np.errstate(all="ignore"):  # x = 0, inf or nan: not a log coordinate
+        return (np.abs(up / (x * half) - 1) < 1e-12) & (np.abs(down * half / x - 1) < 1e-12)
+
+
 def run_label(setting: Setting) -> str:
     """The setting of a run as its failure messages name it: model, variant, every
     parameter and the solver.
@@ -163,6 +194,41 @@ class Problem:
         return cls(system, args, y0, _LazyRule(model, params, variant, system, args),
                    _horizon(model, params, variant, label), float(model.tail), solver.t_end,
                    solver.method, solver.rtol, solver.atol, label, setting)
+
+    @functools.cached_property
+    def log_coordinates(self) -> np.ndarray:
+        """Which coordinates are logarithms of their state variables (see
+        :data:`LOG_ATOL_FLOOR`); found on first use."""
+        return _log_coordinates(self.system, self.y0, self.args)
+
+    def tolerance(self, factor: float = 1.0) -> float | np.ndarray:
+        """The absolute tolerance to step at, ``factor`` times the requested ``atol``: that
+        float, or an array of one per coordinate where it falls below a log coordinate's
+        floor (:data:`LOG_ATOL_FLOOR`), which is then that coordinate's.
+
+        Examples
+        --------
+        >>> from reduced_odes import SolverConfig
+        >>> from reduced_odes.models.deep_linear import MODEL, DeepLinearParams
+        >>> problem = Problem.of(Setting(MODEL, DeepLinearParams(), "default",
+        ...                              SolverConfig(atol=1e-30)))
+        >>> problem.tolerance(), problem.atol
+        (array([2.22044605e-16, 2.22044605e-16]), 1e-30)
+        >>> Problem.of(Setting(MODEL, DeepLinearParams(), "default")).tolerance(0.1)
+        1e-13
+        """
+        atol = self.atol * factor
+        if atol >= LOG_ATOL_FLOOR or not self.log_coordinates.any():
+            return atol  # the float as given: the runs above the floor are unchanged
+        return np.where(self.log_coordinates, LOG_ATOL_FLOOR, atol)
+
+    def floored(self) -> dict[str, float]:
+        """The coordinates whose requested ``atol`` the floor raised, with the atol they step
+        at (empty if none): the solver statistics' ``atol_floor``."""
+        if self.atol >= LOG_ATOL_FLOOR:
+            return {}
+        names = self.system.coordinate_names
+        return {names[i]: LOG_ATOL_FLOOR for i in np.flatnonzero(self.log_coordinates)}
 
     def margins(self, y) -> list[float]:
         return self.system.margins(y, *self.args)

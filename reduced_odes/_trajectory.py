@@ -53,15 +53,22 @@ class DomainError(RuntimeError):
 
 @dataclass(frozen=True)
 class SolverStats:
-    """Cost of one integration, as reported by the integrator.
+    """Cost of one integration, as reported by the integrator, and its tolerances.
+
+    ``atol`` is the requested absolute tolerance; ``atol_floor`` names the log coordinates
+    whose ``atol`` it raised to the machine epsilon, below which an absolute error in a log
+    coordinate means nothing (:data:`reduced_odes._problem.LOG_ATOL_FLOOR`), with the atol
+    they were stepped at.  Empty (and left out of :meth:`as_dict`) if none was raised.
 
     Examples
     --------
-    >>> from reduced_odes import solve
+    >>> from reduced_odes import SolverConfig, solve
     >>> from reduced_odes.models.deep_linear import DeepLinearParams
     >>> stats = solve(DeepLinearParams()).stats
     >>> stats.method, stats.rtol, stats.steps > 0, sorted(stats.as_dict())[:3]
     ('LSODA', 1e-10, True, ['atol', 'method', 'nfev'])
+    >>> solve(DeepLinearParams(), solver=SolverConfig(atol=1e-20)).stats.as_dict()["atol_floor"]
+    {'log_a': 2.220446049250313e-16, 'log_b': 2.220446049250313e-16}
     """
 
     method: str
@@ -71,9 +78,10 @@ class SolverStats:
     njev: int
     nlu: int
     steps: int
+    atol_floor: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "atol_floor" or v}
 
 
 @dataclass(frozen=True)

@@ -177,6 +177,9 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     s = document["solver"]
     print(f"\nsolver {s['method']} rtol={s['rtol']:g} atol={s['atol']:g}: "
           f"nfev={s['nfev']} njev={s['njev']} steps={s['steps']} backend={s['backend']}")
+    if s.get("atol_floor"):  # an absolute error in ln x is a relative one in x: >= eps
+        print("atol of the log coordinates raised to the machine epsilon: " +
+              ", ".join(f"{k}={v:.3g}" for k, v in s["atol_floor"].items()))
     for key in ("fallback_reason", "stopped"):
         if s[key]:
             print(f"{key.replace('_', ' ')}: {s[key]}")

@@ -189,9 +189,10 @@ def _norm(c, x, scale):
 
 @njit(**_JIT)
 def _scale_of(y, rtol, atol, scale):
-    """``scale`` <- ``atol + rtol |y|``."""
+    """``scale`` <- ``atol + rtol |y|``, with one ``atol`` per coordinate (an array, as
+    SciPy's BDF accepts)."""
     for i in range(_size(y)):
-        scale[i] = atol + rtol * abs(y[i])
+        scale[i] = atol[i] + rtol * abs(y[i])
 
 
 @njit(**_JIT)
@@ -592,6 +593,7 @@ def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, 
     ``fws[F_SETTLE] >= 0`` means settling is watched with the generated rule (the whole
     system only): ``STARTED_SETTLED`` if it holds at the start, else ``SETTLED`` at the
     first step where it holds.  The domain is watched for the whole system only.
+    ``atol`` holds one absolute tolerance per coordinate stepped.
     """
     ws = _workspace(scratch, _size(d[0]))
     whole = iws[I_BLOCK] < 0

@@ -64,6 +64,8 @@ class _Leg:
         n = y0.size
         self.twin, self.problem, self.constants, self.t0 = twin, problem, constants, t0
         self.args = np.array(problem.args, dtype=float)
+        # One atol per coordinate (a log coordinate's may be floored; see Problem.tolerance).
+        self.atol = np.broadcast_to(problem.tolerance(), problem.y0.shape)[self.index].copy()
         self.fws, self.iws = np.zeros(5), np.zeros(8, np.int64)
         self.d, self.jm = np.zeros((_D_ROWS, n)), np.zeros((n, n))
         self.lu, self.piv = np.zeros((n, n)), np.zeros(n, np.int64)
@@ -90,7 +92,7 @@ class _Leg:
         r, p = self.record, self.problem
         if limit > r.ts.size:
             self.record = r = r.grown()
-        status = self.twin.advance(p.rtol, p.atol, self.args, self.constants, self.fws,
+        status = self.twin.advance(p.rtol, self.atol, self.args, self.constants, self.fws,
                                    self.iws, self.d, self.jm, self.lu, self.piv, r.ts, r.hs,
                                    r.orders, r.ds, limit, self.scratch)
         r.count = int(self.iws[self.twin.I_STEPS]) + 1

@@ -39,7 +39,7 @@ class ToyStepper:
         cls.runs += 1
         rhs, _ = problem.guarded()
         stepper = DOP853(lambda t, y: np.asarray(rhs(t, y, *problem.args)), 0.0, problem.y0,
-                         math.inf, rtol=problem.rtol, atol=problem.atol)
+                         math.inf, rtol=problem.rtol, atol=problem.tolerance())
         steps, states, pieces = [0.0], [problem.y0.copy()], []
         end = problem.t_end if problem.t_end is not None else math.inf
         while stepper.t < end and len(steps) < _TOY_STEPS:
