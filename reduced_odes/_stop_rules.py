@@ -7,12 +7,35 @@ Part of the model contract (:mod:`reduced_odes._contract`); authors import both 
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ._params import ParameterError
 
 __all__ = ["Crossing", "SettledRule"]
+
+
+@functools.lru_cache(maxsize=256)
+def _names_read(expression: str) -> frozenset[str]:
+    """The names ``expression`` reads, parsed once per expression (every solve checks its
+    rule: a parse costs more than a fast model's whole solve's bookkeeping)."""
+    import ast
+
+    return frozenset(node.id for node in ast.walk(ast.parse(expression, mode="eval"))
+                     if isinstance(node, ast.Name))
+
+
+@functools.lru_cache(maxsize=256)
+def _rule_factory(expression: str, names: tuple[str, ...],
+                  constants: tuple[str, ...]) -> Callable:
+    """``make(*constant values) -> lambda *names: expression``, compiled once per expression
+    and names: a solve binds its constants' values without compiling anything."""
+    scope = {"abs": abs, "min": min, "max": max, "math": math, "__builtins__": {}}
+    source = (f"lambda {', '.join(constants)}: lambda {', '.join(names)}: {expression}"
+              if constants else f"lambda: lambda {', '.join(names)}: {expression}")
+    return eval(source, scope)  # noqa: S307
 
 
 @dataclass(frozen=True)
@@ -46,10 +69,7 @@ class SettledRule:
 
     def names(self) -> set[str]:
         """The names the expression reads."""
-        import ast
-
-        return {node.id for node in ast.walk(ast.parse(self.expression, mode="eval"))
-                if isinstance(node, ast.Name)}
+        return set(_names_read(self.expression))
 
     def check(self, coordinates: Sequence[str], state_names: Sequence[str],
               observable_names: Sequence[str], owner: str = "the model") -> None:
@@ -93,14 +113,13 @@ class SettledRule:
                  observables: Callable | None, args: Sequence[float]
                  ) -> Callable[[float, Sequence[float]], float]:
         """The rule as ``f(t, y)`` in Python; ``inf`` where the observables are undefined."""
-        import math
+        reads = bool(_names_read(self.expression) & set(observable_names))
+        names = ("t", *coordinates, *(observable_names if reads else ()))
+        # One compiled lambda (the pure path calls the rule on every step), its constants
+        # bound as closure cells: compiled once per expression, not once per solve.
+        make = _rule_factory(self.expression, names, tuple(self.constants))
+        expression = make(*(float(v) for v in self.constants.values()))
 
-        reads = bool(self.names() & set(observable_names))
-        names = ["t", *coordinates, *(observable_names if reads else ())]
-        scope = {"abs": abs, "min": min, "max": max, "math": math, "__builtins__": {},
-                 **{k: float(v) for k, v in self.constants.items()}}
-        # One compiled lambda: the pure path calls the rule on every step.
-        expression = eval(f"lambda {', '.join(names)}: {self.expression}", scope)  # noqa: S307
         def floats(y):  # plain floats: arithmetic on NumPy scalars costs several times more
             return y.tolist() if hasattr(y, "tolist") else y
 
