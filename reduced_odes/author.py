@@ -98,9 +98,9 @@ _PROVISIONAL = {
     **dict.fromkeys(("first_crossing",), "_crossing"),
     **dict.fromkeys(("t_interval",), "_stats"),
     # Result files: JSON documents, trajectories, derivation documents, provenance.
-    **dict.fromkeys(("read_json", "render_documents", "trajectory_record", "write_documents",
-                     "write_json"),
-                    "_results"),
+    **dict.fromkeys(("read_json", "trajectory_record", "write_json"), "_results"),
+    **dict.fromkeys(("DerivationDocuments", "render_documents", "write_documents"),
+                    "_documents"),
     **dict.fromkeys(("versions",), "_provenance"),
     # One Gaussian kernel as numbers (closed form or numerical), for rates summed by index.
     **dict.fromkeys(("KernelFunctions", "gaussian_kernel"), "_kernel_functions"),
@@ -114,10 +114,11 @@ _PROVISIONAL = {
     **dict.fromkeys(("json_safe",), "_io"),
     **dict.fromkeys(("FIGURE_DIGITS",), "_reproduce"),
     # Figures in the house style, with deterministic bytes.
-    **dict.fromkeys(("COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE",
-                     "TIME_LABEL", "as_array", "draw_from_data", "house_style", "log_time_axis",
-                     "log_x", "new_figure", "parse_formats", "render", "save_each_format",
-                     "save_figure", "sci", "shade_spans", "stamp"), "_figstyle"),
+    **dict.fromkeys(("COLUMN_WIDTH", "DataFigures", "FORMATS", "OKABE_ITO", "SERIES", "SHADES",
+                     "STYLE", "TIME_LABEL", "as_array", "draw_from_data", "house_style",
+                     "log_time_axis", "log_x", "new_figure", "parse_formats", "render",
+                     "save_each_format", "save_figure", "sci", "shade_spans", "stamp"),
+                    "_figstyle"),
 }
 
 #: The names under semantic versioning (see the module docstring).
@@ -193,6 +194,9 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     from reduced_odes._claims import CommittedFigures as CommittedFigures
     from reduced_odes._compile import cached_symbolic as cached_symbolic
     from reduced_odes._crossing import first_crossing as first_crossing
+    from reduced_odes._documents import DerivationDocuments as DerivationDocuments
+    from reduced_odes._documents import render_documents as render_documents
+    from reduced_odes._documents import write_documents as write_documents
     from reduced_odes._figstyle import COLUMN_WIDTH as COLUMN_WIDTH
     from reduced_odes._figstyle import FORMATS as FORMATS
     from reduced_odes._figstyle import OKABE_ITO as OKABE_ITO
@@ -200,6 +204,7 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     from reduced_odes._figstyle import SHADES as SHADES
     from reduced_odes._figstyle import STYLE as STYLE
     from reduced_odes._figstyle import TIME_LABEL as TIME_LABEL
+    from reduced_odes._figstyle import DataFigures as DataFigures
     from reduced_odes._figstyle import as_array as as_array
     from reduced_odes._figstyle import draw_from_data as draw_from_data
     from reduced_odes._figstyle import house_style as house_style
@@ -225,10 +230,8 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     from reduced_odes._registry import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
     from reduced_odes._reproduce import FIGURE_DIGITS as FIGURE_DIGITS
     from reduced_odes._results import read_json as read_json
-    from reduced_odes._results import render_documents as render_documents
     from reduced_odes._results import setting_key as setting_key
     from reduced_odes._results import trajectory_record as trajectory_record
-    from reduced_odes._results import write_documents as write_documents
     from reduced_odes._results import write_json as write_json
     from reduced_odes._roles import ROLES as ROLES
     from reduced_odes._roles import roles as roles

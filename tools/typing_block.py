@@ -30,10 +30,17 @@ HEADER = ("if TYPE_CHECKING:  # the names as a type checker sees them (``X as X`
           "    # at run time each is imported on first use (``__getattr__``)\n")
 
 
+def _isort_order(name: str) -> tuple[int, str, str]:
+    """Constants, then classes, then the rest, each case-insensitively: ruff's isort order."""
+    kind = 0 if len(name) > 1 and name.isupper() else 1 if name[0].isupper() else 2
+    return kind, name.lower(), name
+
+
 def _imports(source: str, names: list[str]) -> str:
-    """``from source import name as name``, one statement a name (sorted): a re-export a
-    line, as a type checker reads it and as a diff shows it."""
-    return "".join(f"    from {source} import {name} as {name}\n" for name in sorted(names))
+    """``from source import name as name``, one statement a name (in isort's order): a
+    re-export a line, as a type checker reads it and as a diff shows it."""
+    return "".join(f"    from {source} import {name} as {name}\n"
+                   for name in sorted(names, key=_isort_order))
 
 
 def block(module: str, prefix: str) -> str:
