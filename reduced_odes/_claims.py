@@ -2,8 +2,8 @@
 are held to (:func:`load_tolerances`, read from a data file) and what the test suite
 checks of its committed figures (:class:`CommittedFigures`).
 
-Part of the model contract (:mod:`reduced_odes._contract`); authors import both from
-:mod:`reduced_odes.author`.
+Part of the model contract (:mod:`reduced_odes._contract`); authors import these names
+from :mod:`reduced_odes.author`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,12 @@ import math
 import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._params import ParameterError
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 __all__ = ["TOLERANCES_FILE", "Claim", "CommittedFigures", "load_tolerances"]
 
@@ -156,23 +160,28 @@ def load_tolerances(source: str | os.PathLike[str],
     ...     print(str(error).replace(str(path), "tolerances.toml"))
     tolerances.toml: [claims."T_half"] tolerance='1%'; allowed: a finite number >= 0
     """
-    if isinstance(source, str):
-        # Imported here: only a model's claims read tolerances, and a solve never does.
-        from importlib.resources import files
-
-        path = files(source) / TOLERANCES_FILE
-    else:
-        path = Path(source)
+    path = _tolerances_file(source)
     document = _read_toml(path)
     entries = document.get(table)
     if not isinstance(entries, dict) or not entries:
-        raise ParameterError(f"{path}: table={table!r} is missing or empty; allowed: a "
-                             f"table of the file's, {sorted(document)}")
+        raise ParameterError(f"{path}: table={table!r} is missing or empty; allowed: one of "
+                             f"the file's tables, {sorted(document)}")
     return {name: _tolerance(f"{path}: [{table}.{json.dumps(name)}]", entry)
             for name, entry in entries.items()}
 
 
-def _read_toml(path) -> dict:
+def _tolerances_file(source: str | os.PathLike[str]) -> Traversable:
+    """The file of ``source``: ``tolerances.toml`` in a package's folder (a resource, also
+    in a zipped install), or the path given."""
+    if not isinstance(source, str):
+        return Path(source)
+    # Imported here: only a model's claims read tolerances, and a solve never does.
+    from importlib.resources import files
+
+    return files(source) / TOLERANCES_FILE
+
+
+def _read_toml(path: Traversable) -> dict:
     """The TOML document at ``path`` (a path or a package resource); ParameterError naming
     it, in one line, if it cannot be read or is no TOML."""
     import tomllib
@@ -193,10 +202,11 @@ def _tolerance(where: str, entry: object) -> tuple[float, str]:
         raise ParameterError(f"{where} holds {found}; allowed: the keys 'reason' and "
                              f"'tolerance' alone")
     value, reason = entry["tolerance"], entry["reason"]
-    # bool is an int to Python, but no tolerance; an integer is read as its float.
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not (number and math.isfinite(value) and value >= 0):
+    # An integer is read as its float (exactly, up to 2**53); a bool is no number here.
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) <= 2**53:
+        value = float(value)
+    if not (isinstance(value, float) and math.isfinite(value) and value >= 0):
         raise ParameterError(f"{where} tolerance={value!r}; allowed: a finite number >= 0")
     if not isinstance(reason, str) or not reason.strip():
         raise ParameterError(f"{where} reason={reason!r}; allowed: a non-empty string")
-    return float(value), reason
+    return value, reason
