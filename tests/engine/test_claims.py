@@ -83,7 +83,9 @@ def test_a_file_read_by_path_and_by_package(tmp_path):
     (GOOD.replace('"root-finding on a dense output"', '" "'), "claims",
      "[claims.\"T_half\"] reason=' '; allowed: a non-empty string"),
     (GOOD.replace('"root-finding on a dense output"', "1"), "claims", "reason=1; allowed"),
-])
+], ids=["empty file", "empty table", "other table", "huge integer", "not TOML",
+        "no tolerance", "extra key", "bare number", "bool", "negative", "nan", "inf",
+        "blank reason", "reason no string"])
 def test_a_malformed_file_is_one_line_naming_file_and_key(tmp_path, text, table, says):
     path = _write(tmp_path, text)
     with pytest.raises(ParameterError) as raised:
