@@ -60,6 +60,11 @@ ACTIVATION_TOLERANCES = {
               "(measured for tanh from 1e-6: 4.9%)"),
     "asymptotic eps_g with noise, K > M (tanh)": (
         1e-6, "relative; the run settles at |flow| <= 1e-10"),
+    "ReLU eta_max (the plateau's fold): learns below": (
+        1e-8, "eps_g at the run's end, 0.98 eta_max (the run stops near eps_g ~ 1e-9, where "
+              "ReLU's kernels meet round-off on the boundary of the overlaps)"),
+    "ReLU eta_max (the plateau's fold): norms run away above": (
+        0.0, "1.02 eta_max: an overlap must pass 1e3 by t = 2000 (measured: t = 56.7)"),
 }
 
 #: Asymmetries of the escape-time law, largest first.
@@ -75,8 +80,12 @@ GRIDS = {
     "default": {"plateau": [2, 3], "escape": ASYMMETRIES, "eta": ETAS, "noise": [1, 2]},
     "full": {"plateau": [2, 3, 4, 5], "escape": ASYMMETRIES + (1e-9, 1e-10), "eta": ETAS,
              "noise": [1, 2], "activation_plateau": [("tanh", 0.0), ("relu", 0.1)],
-             "activation_noise": [("tanh", 2)]},
+             "activation_noise": [("tanh", 2)], "activation_eta_max": [("relu", 2)]},
 }
+#: Where ReLU's eta_max (the plateau's fold) is checked by runs: a factor below and above.
+FOLD_MARGIN = 0.02
+#: The time by which the run above the fold must have run away (``numerics.runaway_time``).
+RUNAWAY_BY = 2000.0
 #: Output noise and learning rate of the over-parameterised runs of other activations.
 ACTIVATION_NOISY = {"M": 1, "eta": 0.1, "noise": 0.5}
 
@@ -110,6 +119,8 @@ def verify_settings(grid: str, variants: Sequence[str]) -> tuple[list[dict], lis
                  if v in variants]
     settings += [{"variant": v, "kind": "activation_noise", "K": K, **ACTIVATION_NOISY}
                  for v, K in points.get("activation_noise", ()) if v in variants]
+    settings += [{"variant": v, "kind": "activation_eta_max", "K": K, "M": K}
+                 for v, K in points.get("activation_eta_max", ()) if v in variants]
     return settings, []
 
 
@@ -169,6 +180,8 @@ def measure(setting: dict) -> dict:
                 "lambda": float(unstable[0]) if unstable.size else None,
                 "lambda_spread": float(unstable[0] - unstable[-1]) if unstable.size else None,
                 "unstable": int(unstable.size)}
+    if kind == "activation_eta_max":
+        return _fold_measurement(setting)
     if kind == "eta_max":
         eta_max = largest_learning_rate(params.K, variant)
         ends = {}
@@ -196,6 +209,20 @@ def measure(setting: dict) -> dict:
         final = np.array([traj.final[name] for name in traj.system.state_names])
         out["eps_fixed_point"] = specialised_point(params, variant, start=final).eps_g
     return out
+
+
+def _fold_measurement(setting: dict) -> dict:
+    """ReLU's eta_max, the plateau's fold found by continuation on the derived flow, and the
+    runs a margin below it (its trajectory's end) and above it (when its norms run away)."""
+    from .numerics import plateau_fold, runaway_time
+
+    eta_max = plateau_fold(setting["K"], setting["variant"])
+    below = _phases_reached(_params({**setting, "eta": (1 - FOLD_MARGIN) * eta_max}),
+                            setting["variant"])
+    above = _params({**setting, "eta": (1 + FOLD_MARGIN) * eta_max})
+    return {"eta_max": eta_max, "eps_end_below": float(below.final["eps_g"]),
+            "T_escape_below": json_safe(float(below.phases.get("T_escape", math.nan))),
+            "runaway_above": json_safe(runaway_time(above, setting["variant"], t_end=RUNAWAY_BY))}
 
 
 def _rel(predicted: float, measured: float) -> float:
@@ -234,6 +261,7 @@ def claims(records: list[dict], variants: Sequence[str]) -> list:
     _noise_claims(by_kind.get("noise", []), add)
     _activation_claims(by_kind.get("activation_plateau", []),
                        by_kind.get("activation_noise", []), add)
+    _fold_claims(by_kind.get("activation_eta_max", []), add)
     for record in failed:
         where = ", ".join(f"{k}={v}" for k, v in record["setting"].items() if k != "model")
         add("every setting ran", 0.0, 1.0, 1.0, f"{where}: {record.get('error', 'no result')}",
@@ -351,3 +379,19 @@ def _activation_claims(plateaus, noisy, add) -> None:
         add("asymptotic eps_g with noise, K > M (tanh)", fixed, end, _rel(fixed, end),
             f"activation={setting['variant']}, K={setting['K']}, "
             + ", ".join(f"{k}={v}" for k, v in ACTIVATION_NOISY.items()))
+
+
+def _fold_claims(records, add) -> None:
+    """ReLU's eta_max: below the plateau's fold the student learns, above it the norms run
+    away (no plateau catches the flow from small weights)."""
+    for setting, result in records:
+        eta_max, end = _value(result, "eta_max"), _value(result, "eps_end_below")
+        where = f"activation={setting['variant']}, K=M={setting['K']}, eta_max={eta_max:.10g}"
+        add("ReLU eta_max (the plateau's fold): learns below", 0.0, end, abs(end),
+            f"{where}, run at {1 - FOLD_MARGIN:g} eta_max (T_escape "
+            f"{_value(result, 'T_escape_below'):.6g})")
+        runaway = _value(result, "runaway_above")
+        add("ReLU eta_max (the plateau's fold): norms run away above", RUNAWAY_BY, runaway,
+            0.0 if math.isfinite(runaway) else 1.0,
+            f"{where}, run at {1 + FOLD_MARGIN:g} eta_max: an overlap passes 1e3 at t = "
+            f"{runaway:.6g}", passed=math.isfinite(runaway))
