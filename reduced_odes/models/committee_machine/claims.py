@@ -63,6 +63,10 @@ ACTIVATION_TOLERANCES = {
     "ReLU eta_max (the plateau's fold): learns below": (
         1e-8, "eps_g at the run's end, 0.98 eta_max (the run stops near eps_g ~ 1e-9, where "
               "ReLU's kernels meet round-off on the boundary of the overlaps)"),
+    "trained read-out: learns the teacher (K = M, no noise)": (
+        1e-9, "eps_g once settled: the flow is still (|flow| <= 1e-10)"),
+    "trained read-out: v_i -> v*": (
+        1e-7, "max |v_i - v*| once settled (|flow| <= 1e-10, a decay rate ~1e-2: ~1e-8)"),
     "ReLU eta_max (the plateau's fold): norms run away above": (
         0.0, "1.02 eta_max: an overlap must pass 1e3 by t = 2000 (measured: t = 56.7)"),
 }
@@ -80,8 +84,13 @@ GRIDS = {
     "default": {"plateau": [2, 3], "escape": ASYMMETRIES, "eta": ETAS, "noise": [1, 2]},
     "full": {"plateau": [2, 3, 4, 5], "escape": ASYMMETRIES + (1e-9, 1e-10), "eta": ETAS,
              "noise": [1, 2], "activation_plateau": [("tanh", 0.0), ("relu", 0.1)],
-             "activation_noise": [("tanh", 2)], "activation_eta_max": [("relu", 2)]},
+             "activation_noise": [("tanh", 2)], "activation_eta_max": [("relu", 2)],
+             "second_layer": [2]},
 }
+#: The trained read-out's runs (Goldt et al. 2019), erf, K = M: a student whose read-out
+#: starts at half the teacher's and is learnt at half the rate of the first layer.
+SECOND_LAYER = {"eta": 0.2, "second_layer": True, "v_rate": 0.5, "v_star": 1.0, "v0": 0.5,
+                "q0": 0.3, "r0": 0.1}
 #: Where ReLU's eta_max (the plateau's fold) is checked by runs: a factor below and above.
 FOLD_MARGIN = 0.02
 #: The time by which the run above the fold must have run away (``numerics.runaway_time``).
@@ -121,6 +130,9 @@ def verify_settings(grid: str, variants: Sequence[str]) -> tuple[list[dict], lis
                  for v, K in points.get("activation_noise", ()) if v in variants]
     settings += [{"variant": v, "kind": "activation_eta_max", "K": K, "M": K}
                  for v, K in points.get("activation_eta_max", ()) if v in variants]
+    if "erf" in variants:
+        settings += [{"variant": "erf", "kind": "second_layer", "K": K, "M": K, **SECOND_LAYER}
+                     for K in points.get("second_layer", ())]
     return settings, []
 
 
@@ -205,6 +217,10 @@ def measure(setting: dict) -> dict:
         out["lambda"] = float(unspecialised_fixed_point(params, variant).unstable[0])
         later = _phases_reached(_params({**setting, "asymmetry": 1e-10}), variant)
         out["T_escape_later"] = json_safe(float(later.phases.get("T_escape", math.nan)))
+    if kind == "second_layer":
+        out["v_miss"] = max(abs(traj.final[f"v_{i + 1}"] - params.v_star)
+                            for i in range(params.K))
+        out["T_spec"] = json_safe(float(traj.phases.get("T_spec", math.nan)))
     if kind in ("noise", "activation_noise"):
         final = np.array([traj.final[name] for name in traj.system.state_names])
         out["eps_fixed_point"] = specialised_point(params, variant, start=final).eps_g
@@ -262,6 +278,7 @@ def claims(records: list[dict], variants: Sequence[str]) -> list:
     _activation_claims(by_kind.get("activation_plateau", []),
                        by_kind.get("activation_noise", []), add)
     _fold_claims(by_kind.get("activation_eta_max", []), add)
+    _second_layer_claims(by_kind.get("second_layer", []), add)
     for record in failed:
         where = ", ".join(f"{k}={v}" for k, v in record["setting"].items() if k != "model")
         add("every setting ran", 0.0, 1.0, 1.0, f"{where}: {record.get('error', 'no result')}",
@@ -395,3 +412,16 @@ def _fold_claims(records, add) -> None:
             0.0 if math.isfinite(runaway) else 1.0,
             f"{where}, run at {1 + FOLD_MARGIN:g} eta_max: an overlap passes 1e3 at t = "
             f"{runaway:.6g}", passed=math.isfinite(runaway))
+
+
+def _second_layer_claims(records, add) -> None:
+    """The trained read-out (Goldt et al. 2019): the student learns the teacher, first layer
+    and read-out alike."""
+    for setting, result in records:
+        where = (f"erf, K=M={setting['K']}, " + ", ".join(
+            f"{k}={setting[k]}" for k in ("eta", "v_rate", "v_star", "v0"))
+            + f"; T_spec {_value(result, 'T_spec'):.6g}")
+        end, miss = _value(result, "eps_end"), _value(result, "v_miss")
+        add("trained read-out: learns the teacher (K = M, no noise)", 0.0, end, abs(end), where)
+        add("trained read-out: v_i -> v*", setting["v_star"], setting["v_star"] + miss, miss,
+            where)
