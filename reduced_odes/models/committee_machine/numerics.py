@@ -367,11 +367,12 @@ def eta_max_by_continuation(K: int, variant: str = "erf", hi: float = 8.0) -> fl
 def _symmetric_flow(variant: str, finite_eta: bool):
     """The unspecialised flow in ``(q, c, r)`` with ``K, M`` as numbers
     (:func:`reduced_odes.author.symmetric_online_sgd`), derived once per activation (cached
-    on disk) and lambdified: ``(rates, jacobian, eps_g, escape_rate)`` of
-    ``(q, c, r, K, M, eta, noise)``."""
+    on disk), as one function of ``(q, c, r, K, M, eta, noise)`` returning ``(rates,
+    jacobian, eps_g, escape_rate)``: ``rates`` and ``(jacobian, eps_g, escape_rate)``, two
+    functions of those numbers."""
     import sympy as sp
 
-    from reduced_odes.author import cached_symbolic, symmetric_online_sgd
+    from reduced_odes.author import cached_symbolic, numerical_function, symmetric_online_sgd
 
     def derive() -> dict:
         s = symmetric_online_sgd(variant, learning_rate_terms=finite_eta)
@@ -382,8 +383,15 @@ def _symmetric_flow(variant: str, finite_eta: bool):
                         f"symmetric-{'eta' if finite_eta else 'flow'}", derive)
     arguments, rates = list(d["arguments"]), sp.Matrix(d["rates"])
     jacobian = rates.jacobian(arguments[:3])
-    return tuple(sp.lambdify(arguments, e, modules="math", cse=True)
-                 for e in (list(rates), jacobian.tolist(), d["loss"], d["escape"]))
+    # Numerical kernels (tanh's, ReLU's orthant terms) by their rules: lambdify prints none.
+    # The rates apart: the flow to the plateau evaluates them alone, thousands of times.
+    at_point = numerical_function(arguments, [*jacobian, d["loss"], d["escape"]])
+
+    def the_rest(*numbers: float) -> tuple[np.ndarray, float, float]:
+        v = at_point(*numbers)
+        return np.reshape(v[:9], (3, 3)), v[9], v[10]
+
+    return numerical_function(arguments, list(rates)), the_rest
 
 
 @dataclass(frozen=True)
@@ -430,7 +438,8 @@ def symmetric_plateau(K: int, M: int, eta: float = 0.0, noise: float = 0.0,
     >>> abs(p.eps_g / closed_form_plateau(1000) - 1) < 1e-9
     True
     """
-    rates, jacobian, loss, escape = _symmetric_flow(variant, eta > 0)
+    _check_symmetric(variant, eta)
+    rates, the_rest = _symmetric_flow(variant, eta > 0)
     numbers = (float(K), float(M), float(eta), float(noise))
     identical = variant != "relu" or K == 1
 
@@ -445,6 +454,20 @@ def symmetric_plateau(K: int, M: int, eta: float = 0.0, noise: float = 0.0,
     flow = solve_ivp(lambda t, z: reduced(z), (0, 1e4), start, method="LSODA", rtol=1e-10,
                      atol=1e-13)
     point = full(root(reduced, flow.y[:, -1], method="hybr", options={"xtol": 1e-15}).x)
-    eigenvalues = np.linalg.eigvals(np.array(jacobian(*point, *numbers), dtype=float))
-    rate = float(escape(*point, *numbers)) if min(K, M) >= 2 else math.nan
-    return SymmetricPlateau(*point, float(loss(*point, *numbers)), eigenvalues, rate)
+    jacobian, loss, escape = the_rest(*point, *numbers)
+    eigenvalues = np.linalg.eigvals(jacobian)
+    rate = float(escape) if min(K, M) >= 2 else math.nan
+    return SymmetricPlateau(*point, float(loss), eigenvalues, rate)
+
+
+def _check_symmetric(variant: str, eta: float) -> None:
+    """ParameterError (one line) for a learning-rate term of numerical four-point kernels."""
+    from reduced_odes import ParameterError
+
+    from .params import CLOSED_FORM
+
+    if eta > 0 and variant not in CLOSED_FORM:
+        raise ParameterError(f"eta={eta!r} with activation {variant!r}: the symmetric flow's "
+                             f"learning-rate term sums four-point kernels of four distinct "
+                             f"fields, numerical in four dimensions; allowed: eta = 0 (the "
+                             f"limit eta -> 0), or a closed-form activation (erf, relu, linear)")
