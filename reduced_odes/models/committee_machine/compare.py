@@ -5,7 +5,9 @@ dimension ``N`` a batch of seeds gives ``T_escape`` (``eps_g`` at half the plate
 plateau height (``eps_g`` halfway to the ODE's escape) and the final ``eps_g``; the ODE's
 value must lie inside the seeds' Student-t interval.  Two more rows are reported as they
 come out: above the largest learning rate SGD fails as the ODE does, and from a nearly
-symmetric start finite-``N`` noise breaks the symmetry first, so SGD escapes early.
+symmetric start finite-``N`` noise breaks the symmetry first, so SGD escapes early.  The
+trained read-out (:func:`second_layer`) has rows of its own: ``eps_g`` at fixed times of SGD
+of the weights and read-out together.
 """
 
 from __future__ import annotations
