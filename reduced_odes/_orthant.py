@@ -83,8 +83,13 @@ def orthant_value(values) -> float:
     nodes, weights = _RULE
     t = (nodes + 1) / 2  # every node at once
     scaled = [v * t if pair[0] == 0 else v for v, pair in zip(values, PAIRS, strict=True)]
-    integrand = sum(values[j] * _derivative(scaled, j) for j in range(3))
-    return float(np.dot(weights / 2, integrand))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        integrand = sum(values[j] * _derivative(scaled, j) for j in range(3))
+        total = float(np.dot(weights / 2, integrand))
+    if not math.isfinite(total):  # as ``math`` on the scalar path: out of the domain raises
+        raise ValueError(f"math domain error: correlations {list(values)!r} are no "
+                         f"correlation matrix's")
+    return total
 
 
 class OrthantKernel(sp.Function):

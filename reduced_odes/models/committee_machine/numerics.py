@@ -35,8 +35,8 @@ from .params import CommitteeParams
 
 __all__ = ["FixedPoint", "SymmetricPlateau", "closed_form_plateau", "eta_max_by_continuation",
            "largest_learning_rate", "plateau_by_newton", "plateau_fold", "runaway_time",
-           "specialised_point",
-           "symmetric_plateau", "system_for", "unspecialised_fixed_point"]
+           "specialised_point", "symmetric_fold", "symmetric_plateau", "system_for",
+           "unspecialised_fixed_point"]
 
 
 def system_for(params: CommitteeParams, variant: str):
@@ -471,3 +471,57 @@ def _check_symmetric(variant: str, eta: float) -> None:
                              f"learning-rate term sums four-point kernels of four distinct "
                              f"fields, numerical in four dimensions; allowed: eta = 0 (the "
                              f"limit eta -> 0), or a closed-form activation (erf, relu, linear)")
+
+
+def symmetric_fold(K: int, M: int | None = None, variant: str = "relu",
+                   start: float = 0.05) -> float:
+    """The plateau's fold in ``eta`` (ReLU's ``eta_max``, :func:`plateau_fold`) for any ``K``,
+    on the symmetric flow with ``K`` and ``M`` as numbers: the plateau followed in ``eta`` from
+    ``start`` (Newton at each step, halved until it is 1e-4), then the fold solved for
+    directly, the flow's zero together with a singular Jacobian in ``(q, c, r, eta)``.
+    Beyond ``K + M = 4`` the full flow's learning-rate term is refused for ReLU: this is its
+    ``eta_max`` there.
+
+    Examples
+    --------
+    >>> round(symmetric_fold(2), 9)  # doctest: +SKIP
+    1.257802103
+
+    (Skipped in the doctests: the symmetric flow's derivation takes ~10 s; the slow test
+    ``test_relu_eta_max.py`` holds it to :func:`plateau_fold` to 1e-12.)
+    """
+    M = K if M is None else M
+    rates, the_rest = _symmetric_flow(variant, True)
+
+    def safe(function, *values):
+        try:
+            return function(*values)
+        except (ValueError, ZeroDivisionError):  # a Newton step out of the overlaps' domain
+            return None
+
+    def zero(z: np.ndarray, eta: float) -> np.ndarray:
+        value = safe(rates, *z, K, M, eta, 0.0)
+        return np.full(3, 1e6) if value is None else np.array(value)
+
+    def stable(z: np.ndarray, eta: float) -> bool:
+        parts = safe(the_rest, *z, K, M, eta, 0.0)
+        return parts is not None and bool(np.max(np.linalg.eigvals(parts[0]).real) < 0)
+
+    p = symmetric_plateau(K, M, start, 0.0, variant)
+    z, eta, step = np.array([p.q, p.c, p.r]), start, 0.1 * start
+    while step > 1e-4:
+        trial = root(zero, z, args=(eta + step,), method="hybr", options={"xtol": 1e-13})
+        if trial.success and np.max(np.abs(trial.x - z)) < 0.5 and stable(trial.x, eta + step):
+            z, eta, step = trial.x, eta + step, 1.5 * step
+        else:
+            step /= 2
+
+    def extended(x: np.ndarray) -> np.ndarray:
+        parts = safe(the_rest, *x[:3], K, M, x[3], 0.0)
+        det = 1e6 if parts is None else np.linalg.det(parts[0])
+        return np.r_[zero(x[:3], x[3]), det]
+
+    fold = root(extended, np.r_[z, eta], method="hybr", options={"xtol": 1e-14})
+    if not (fold.success or np.max(np.abs(extended(fold.x))) < 1e-10):
+        raise ArithmeticError(f"no fold of the symmetric flow found near eta={eta!r}")
+    return float(fold.x[3])

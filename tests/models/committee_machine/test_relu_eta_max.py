@@ -131,3 +131,24 @@ def test_largest_learning_rate_refuses_in_one_line(K, variant, match):
         largest_learning_rate(K, variant)
     message = str(info.value)  # the value, and the allowed range or choices, in one line
     assert ("allowed" in message or "[1, 40]" in message) and "\n" not in message
+
+
+@pytest.mark.slow
+def test_the_symmetric_flow_gives_the_fold_at_any_width(eta_max):
+    """The fold from the symmetric flow with K as a number (a separate derivation, solved as
+    a zero with a singular Jacobian) equals the full flow's by continuation at K = 2, and at
+    K = 3, where the full flow's learning-rate term is refused for ReLU, online SGD (overlap
+    sampler, N = 1000, 4 seeds) learns at 0.9 of it and runs away at 1.1 of it."""
+    from reduced_odes.models.committee_machine.ground_truth import train
+    from reduced_odes.models.committee_machine.numerics import symmetric_fold
+
+    # Two solvers of the same fold (pseudo-arclength bisection, hybr on the extended
+    # system): round-off, measured 7e-16.
+    assert symmetric_fold(2) == pytest.approx(eta_max, rel=1e-12)
+    fold = symmetric_fold(3)  # measured 0.9177408963
+    Q0, R0 = initial_overlaps(CommitteeParams(K=3, M=3))
+    runs = {f: train("relu", Q0, R0, N=1000, eta=f * fold, times=[0.0, 400.0], seeds=4,
+                     rng_seed=3, method="overlaps") for f in (0.9, 1.1)}
+    # Measured at t = 400: the slowest seed's eps_g 2.3e-6 below; every Q_11 > 1e260 above.
+    assert np.all(runs[0.9].eps_g[:, -1] < 1e-4)
+    assert not np.any(runs[1.1].Q[:, -1, 0, 0] < 1e3)  # NaN (overflowed) counts as run away
