@@ -86,8 +86,9 @@ _STABLE = {
 
 #: Name -> engine module, for the shared helpers that may change in a minor release.
 _PROVISIONAL = {
-    # What the test suite checks of a model's committed figures and their data.
-    **dict.fromkeys(("CommittedFigures",), "_claims"),
+    # What the test suite checks of a model's committed figures and their data; the
+    # tolerances of a model's claims, read from its data file.
+    **dict.fromkeys(("CommittedFigures", "load_tolerances"), "_claims"),
     # Running many settings: the resumable sweep, a process pool, progress on stderr.
     **dict.fromkeys(("run_sweep",), "_sweep"),
     **dict.fromkeys(("load_grid",), "_grid"),
@@ -193,6 +194,7 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     from reduced_odes import token as token
     from reduced_odes import versions as versions
     from reduced_odes._claims import CommittedFigures as CommittedFigures
+    from reduced_odes._claims import load_tolerances as load_tolerances
     from reduced_odes._compile import cached_symbolic as cached_symbolic
     from reduced_odes._crossing import first_crossing as first_crossing
     from reduced_odes._documents import DerivationDocuments as DerivationDocuments

@@ -29,9 +29,15 @@ from reduced_odes._contract import FORWARDABLE
 from reduced_odes._registry import _references, get_model
 from reduced_odes.author import Model
 
+from ._ranges import SLOW_VARIANTS
+
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = list(_references())
-VARIANTS = [(name, variant) for name in MODELS for variant in get_model(name).variants]
+#: Every variant; those of ``_ranges.SLOW_VARIANTS`` (the same rules as one checked here)
+#: under ``-m slow``.
+VARIANTS = [pytest.param(name, variant, marks=[pytest.mark.slow] * ((name, variant) in
+                                                                   SLOW_VARIANTS))
+            for name in MODELS for variant in get_model(name).variants]
 
 
 def _point(model, variant):

@@ -13,63 +13,18 @@ from itertools import pairwise
 
 import numpy as np
 
-from reduced_odes.author import json_safe
+from reduced_odes.author import json_safe, load_tolerances
 
 __all__ = ["ACTIVATION_TOLERANCES", "TOLERANCES", "claims", "measure", "verify_metadata",
            "verify_settings"]
 
-#: Tolerances, each with its reason.
-TOLERANCES = {
-    "plateau eps* (fixed point vs closed form)": (
-        1e-10, "Newton on the compiled flow converges to round-off (~1e-16)"),
-    "plateau approached as the asymmetry falls": (
-        1e-2, "relative, at the smallest asymmetry, and decreasing with it: the plateau has "
-              "marginal directions (the students coincide there), so the approach is slow"),
-    "one unstable direction class at the plateau": (
-        0.0, "every unstable eigenvalue equal (the students' permutation symmetry)"),
-    "escape time slope vs 1/lambda": (
-        0.05, "relative, slope over the two smallest asymmetries, the local slopes decreasing "
-              "towards 1/lambda; marginal directions at the plateau make the approach slow"),
-    "plateau rises with eta": (0.0, "eps_p(eta) increasing over the grid's eta"),
-    "plateau height of a trajectory at eta > 0": (
-        1e-2, "relative, asymmetry 1e-6: the same slow approach as at eta -> 0"),
-    "largest learning rate: converges below": (
-        1e-8, "eps_g at the run's end, 0.9 eta_max; converges exponentially"),
-    "largest learning rate: fails above": (
-        0.0, "eps_g at the run's end, 1.1 eta_max, must stay above 1e-4"),
-    "asymptotic eps_g with noise (trajectory vs fixed point)": (
-        1e-6, "relative; the run settles at |flow| <= 1e-10"),
-    "asymptotic eps_g grows with K (K = M, M + 1; noise)": (
-        0.0, "Goldt et al. 2019; from K = M + 2 two students can cancel (w_a = -w_b), and the "
-             "flow does not settle"),
-    "every setting ran": (0.0, "a setting that failed is a failed claim, never left out"),
-    "student learns the teacher (K = M, no noise)": (
-        1e-9, "eps_g once settled: the flow is still"),
-}
+#: Tolerances, each with its reason (``tolerances.toml``, table ``claims``).
+TOLERANCES = load_tolerances(__package__)
 
 #: The tolerances of the ``full`` grid's claims of other activations, kept apart so that
 #: ``verify_metadata`` (written into every grid's results, the default's committed) is
 #: unchanged; each row carries its tolerance and reason all the same.
-ACTIVATION_TOLERANCES = {
-    "plateau of a trajectory at the flow's own fixed point (tanh, ReLU)": (
-        1e-2, "relative, asymmetry 1e-8: the fixed point found on the derived flow, no closed "
-              "form; the same slow approach as erf's"),
-    "escape time slope vs 1/lambda (tanh, ReLU)": (
-        0.05, "relative, (T(1e-10) - T(1e-8)) / ln 100 against the fixed point's unstable "
-              "eigenvalue; marginal directions at the plateau make the approach slow "
-              "(measured for tanh from 1e-6: 4.9%)"),
-    "asymptotic eps_g with noise, K > M (tanh)": (
-        1e-6, "relative; the run settles at |flow| <= 1e-10"),
-    "ReLU eta_max (the plateau's fold): learns below": (
-        1e-8, "eps_g at the run's end, 0.98 eta_max (the run stops near eps_g ~ 1e-9, where "
-              "ReLU's kernels meet round-off on the boundary of the overlaps)"),
-    "trained read-out: learns the teacher (K = M, no noise)": (
-        1e-9, "eps_g once settled: the flow is still (|flow| <= 1e-10)"),
-    "trained read-out: v_i -> v*": (
-        1e-7, "max |v_i - v*| once settled (|flow| <= 1e-10, a decay rate ~1e-2: ~1e-8)"),
-    "ReLU eta_max (the plateau's fold): norms run away above": (
-        0.0, "1.02 eta_max: an overlap must pass 1e3 by t = 2000 (measured: t = 56.7)"),
-}
+ACTIVATION_TOLERANCES = load_tolerances(__package__, "activation_claims")
 
 #: Asymmetries of the escape-time law, largest first.
 ASYMMETRIES = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
