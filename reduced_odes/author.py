@@ -104,7 +104,8 @@ _PROVISIONAL = {
                     "_documents"),
     **dict.fromkeys(("versions",), "_provenance"),
     # One Gaussian kernel as numbers (closed form or numerical), for rates summed by index.
-    **dict.fromkeys(("KernelFunctions", "gaussian_kernel"), "_kernel_functions"),
+    **dict.fromkeys(("KernelFunctions", "gaussian_kernel", "numerical_function"),
+                    "_kernel_functions"),
     # The analysis of a flow: fixed points, continuation, scaling laws (for claims).
     **dict.fromkeys(("Flow", "classify", "find_fixed_points", "newton"), "_fixed_points"),
     **dict.fromkeys(("Continuation", "continue_branch"), "_continuation"),
@@ -225,6 +226,7 @@ if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-expor
     from reduced_odes._io import json_safe as json_safe
     from reduced_odes._kernel_functions import KernelFunctions as KernelFunctions
     from reduced_odes._kernel_functions import gaussian_kernel as gaussian_kernel
+    from reduced_odes._kernel_functions import numerical_function as numerical_function
     from reduced_odes._pool import process_pool as process_pool
     from reduced_odes._positions import SEQ_LEN as SEQ_LEN
     from reduced_odes._positions import SUM_INDEX as SUM_INDEX

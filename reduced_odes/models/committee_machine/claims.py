@@ -39,8 +39,17 @@ GRIDS = {
     "default": {"plateau": [2, 3], "escape": ASYMMETRIES, "eta": ETAS, "noise": [1, 2]},
     "full": {"plateau": [2, 3, 4, 5], "escape": ASYMMETRIES + (1e-9, 1e-10), "eta": ETAS,
              "noise": [1, 2], "activation_plateau": [("tanh", 0.0), ("relu", 0.1)],
-             "activation_noise": [("tanh", 2)]},
+             "activation_noise": [("tanh", 2)], "activation_eta_max": [("relu", 2)],
+             "second_layer": [2]},
 }
+#: The trained read-out's runs (Goldt et al. 2019), erf, K = M: a student whose read-out
+#: starts at half the teacher's and is learnt at half the rate of the first layer.
+SECOND_LAYER = {"eta": 0.2, "second_layer": True, "v_rate": 0.5, "v_star": 1.0, "v0": 0.5,
+                "q0": 0.3, "r0": 0.1}
+#: Where ReLU's eta_max (the plateau's fold) is checked by runs: a factor below and above.
+FOLD_MARGIN = 0.02
+#: The time by which the run above the fold must have run away (``numerics.runaway_time``).
+RUNAWAY_BY = 2000.0
 #: Output noise and learning rate of the over-parameterised runs of other activations.
 ACTIVATION_NOISY = {"M": 1, "eta": 0.1, "noise": 0.5}
 
@@ -74,6 +83,11 @@ def verify_settings(grid: str, variants: Sequence[str]) -> tuple[list[dict], lis
                  if v in variants]
     settings += [{"variant": v, "kind": "activation_noise", "K": K, **ACTIVATION_NOISY}
                  for v, K in points.get("activation_noise", ()) if v in variants]
+    settings += [{"variant": v, "kind": "activation_eta_max", "K": K, "M": K}
+                 for v, K in points.get("activation_eta_max", ()) if v in variants]
+    if "erf" in variants:
+        settings += [{"variant": "erf", "kind": "second_layer", "K": K, "M": K, **SECOND_LAYER}
+                     for K in points.get("second_layer", ())]
     return settings, []
 
 
@@ -133,6 +147,8 @@ def measure(setting: dict) -> dict:
                 "lambda": float(unstable[0]) if unstable.size else None,
                 "lambda_spread": float(unstable[0] - unstable[-1]) if unstable.size else None,
                 "unstable": int(unstable.size)}
+    if kind == "activation_eta_max":
+        return _fold_measurement(setting)
     if kind == "eta_max":
         eta_max = largest_learning_rate(params.K, variant)
         ends = {}
@@ -156,10 +172,28 @@ def measure(setting: dict) -> dict:
         out["lambda"] = float(unspecialised_fixed_point(params, variant).unstable[0])
         later = _phases_reached(_params({**setting, "asymmetry": 1e-10}), variant)
         out["T_escape_later"] = json_safe(float(later.phases.get("T_escape", math.nan)))
+    if kind == "second_layer":
+        out["v_miss"] = max(abs(traj.final[f"v_{i + 1}"] - params.v_star)
+                            for i in range(params.K))
+        out["T_spec"] = json_safe(float(traj.phases.get("T_spec", math.nan)))
     if kind in ("noise", "activation_noise"):
         final = np.array([traj.final[name] for name in traj.system.state_names])
         out["eps_fixed_point"] = specialised_point(params, variant, start=final).eps_g
     return out
+
+
+def _fold_measurement(setting: dict) -> dict:
+    """ReLU's eta_max, the plateau's fold found by continuation on the derived flow, and the
+    runs a margin below it (its trajectory's end) and above it (when its norms run away)."""
+    from .numerics import plateau_fold, runaway_time
+
+    eta_max = plateau_fold(setting["K"], setting["variant"])
+    below = _phases_reached(_params({**setting, "eta": (1 - FOLD_MARGIN) * eta_max}),
+                            setting["variant"])
+    above = _params({**setting, "eta": (1 + FOLD_MARGIN) * eta_max})
+    return {"eta_max": eta_max, "eps_end_below": float(below.final["eps_g"]),
+            "T_escape_below": json_safe(float(below.phases.get("T_escape", math.nan))),
+            "runaway_above": json_safe(runaway_time(above, setting["variant"], t_end=RUNAWAY_BY))}
 
 
 def _rel(predicted: float, measured: float) -> float:
@@ -198,6 +232,8 @@ def claims(records: list[dict], variants: Sequence[str]) -> list:
     _noise_claims(by_kind.get("noise", []), add)
     _activation_claims(by_kind.get("activation_plateau", []),
                        by_kind.get("activation_noise", []), add)
+    _fold_claims(by_kind.get("activation_eta_max", []), add)
+    _second_layer_claims(by_kind.get("second_layer", []), add)
     for record in failed:
         where = ", ".join(f"{k}={v}" for k, v in record["setting"].items() if k != "model")
         add("every setting ran", 0.0, 1.0, 1.0, f"{where}: {record.get('error', 'no result')}",
@@ -315,3 +351,32 @@ def _activation_claims(plateaus, noisy, add) -> None:
         add("asymptotic eps_g with noise, K > M (tanh)", fixed, end, _rel(fixed, end),
             f"activation={setting['variant']}, K={setting['K']}, "
             + ", ".join(f"{k}={v}" for k, v in ACTIVATION_NOISY.items()))
+
+
+def _fold_claims(records, add) -> None:
+    """ReLU's eta_max: below the plateau's fold the student learns, above it the norms run
+    away (no plateau catches the flow from small weights)."""
+    for setting, result in records:
+        eta_max, end = _value(result, "eta_max"), _value(result, "eps_end_below")
+        where = f"activation={setting['variant']}, K=M={setting['K']}, eta_max={eta_max:.10g}"
+        add("ReLU eta_max (the plateau's fold): learns below", 0.0, end, abs(end),
+            f"{where}, run at {1 - FOLD_MARGIN:g} eta_max (T_escape "
+            f"{_value(result, 'T_escape_below'):.6g})")
+        runaway = _value(result, "runaway_above")
+        add("ReLU eta_max (the plateau's fold): norms run away above", RUNAWAY_BY, runaway,
+            0.0 if math.isfinite(runaway) else 1.0,
+            f"{where}, run at {1 + FOLD_MARGIN:g} eta_max: an overlap passes 1e3 at t = "
+            f"{runaway:.6g}", passed=math.isfinite(runaway))
+
+
+def _second_layer_claims(records, add) -> None:
+    """The trained read-out (Goldt et al. 2019): the student learns the teacher, first layer
+    and read-out alike."""
+    for setting, result in records:
+        where = (f"erf, K=M={setting['K']}, " + ", ".join(
+            f"{k}={setting[k]}" for k in ("eta", "v_rate", "v_star", "v0"))
+            + f"; T_spec {_value(result, 'T_spec'):.6g}")
+        end, miss = _value(result, "eps_end"), _value(result, "v_miss")
+        add("trained read-out: learns the teacher (K = M, no noise)", 0.0, end, abs(end), where)
+        add("trained read-out: v_i -> v*", setting["v_star"], setting["v_star"] + miss, miss,
+            where)
