@@ -70,135 +70,95 @@ _LAZY = {
 
 if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-exported);
     # at run time each is imported on first use (``__getattr__``)
-    from ._activations import (
-        ACTIVATIONS as ACTIVATIONS,
-        Activation as Activation,
-        activation as activation,
-        register_activation as register_activation,
-    )
-    from ._analysis_figures import (
-        draw_bifurcation_diagram as draw_bifurcation_diagram,
-        draw_scaling_fit as draw_scaling_fit,
-    )
+    from ._activations import ACTIVATIONS as ACTIVATIONS
+    from ._activations import Activation as Activation
+    from ._activations import activation as activation
+    from ._activations import register_activation as register_activation
+    from ._analysis_figures import draw_bifurcation_diagram as draw_bifurcation_diagram
+    from ._analysis_figures import draw_scaling_fit as draw_scaling_fit
     from ._claims import Claim as Claim
-    from ._compile import (
-        CompiledSystem as CompiledSystem,
-        cache_dir as cache_dir,
-        load_system as load_system,
-    )
-    from ._continuation import (
-        Branch as Branch,
-        Continuation as Continuation,
-        continue_branch as continue_branch,
-    )
+    from ._compile import CompiledSystem as CompiledSystem
+    from ._compile import cache_dir as cache_dir
+    from ._compile import load_system as load_system
+    from ._continuation import Branch as Branch
+    from ._continuation import Continuation as Continuation
+    from ._continuation import continue_branch as continue_branch
     from ._contract import Model as Model
     from ._errors import DerivationError as DerivationError
-    from ._fixed_points import (
-        FixedPoint as FixedPoint,
-        Flow as Flow,
-        find_fixed_points as find_fixed_points,
-    )
-    from ._gaussian import (
-        GaussianExpectation as GaussianExpectation,
-        gaussian_expectation as gaussian_expectation,
-    )
-    from ._grid import (
-        expand_grid as expand_grid,
-        load_grid as load_grid,
-    )
-    from ._integrate import (
-        DomainError as DomainError,
-        SolverStats as SolverStats,
-        Trajectory as Trajectory,
-        solve as solve,
-    )
-    from ._params import (
-        METHODS as METHODS,
-        ParameterError as ParameterError,
-        Parameters as Parameters,
-        Range as Range,
-        SolverConfig as SolverConfig,
-        choice as choice,
-        flag as flag,
-        integer as integer,
-        interval as interval,
-        parameter as parameter,
-        positive as positive,
-    )
-    from ._phase_diagram import (
-        Axis as Axis,
-        draw_phase_diagram as draw_phase_diagram,
-        phase_diagram as phase_diagram,
-    )
+    from ._fixed_points import FixedPoint as FixedPoint
+    from ._fixed_points import Flow as Flow
+    from ._fixed_points import find_fixed_points as find_fixed_points
+    from ._gaussian import GaussianExpectation as GaussianExpectation
+    from ._gaussian import gaussian_expectation as gaussian_expectation
+    from ._grid import expand_grid as expand_grid
+    from ._grid import load_grid as load_grid
+    from ._integrate import DomainError as DomainError
+    from ._integrate import SolverStats as SolverStats
+    from ._integrate import Trajectory as Trajectory
+    from ._integrate import solve as solve
+    from ._params import METHODS as METHODS
+    from ._params import ParameterError as ParameterError
+    from ._params import Parameters as Parameters
+    from ._params import Range as Range
+    from ._params import SolverConfig as SolverConfig
+    from ._params import choice as choice
+    from ._params import flag as flag
+    from ._params import integer as integer
+    from ._params import interval as interval
+    from ._params import parameter as parameter
+    from ._params import positive as positive
+    from ._phase_diagram import Axis as Axis
+    from ._phase_diagram import draw_phase_diagram as draw_phase_diagram
+    from ._phase_diagram import phase_diagram as phase_diagram
     from ._plateaus import plateau_predictions as plateau_predictions
-    from ._positions import (
-        Fixed as Fixed,
-        Index as Index,
-        PositionSum as PositionSum,
-        expect_product as expect_product,
-        expect_product_explicit as expect_product_explicit,
-        geometric_sum as geometric_sum,
-        token as token,
-    )
-    from ._prediction_claims import (
-        PredictionClaims as PredictionClaims,
-        prediction_claims as prediction_claims,
-    )
+    from ._positions import Fixed as Fixed
+    from ._positions import Index as Index
+    from ._positions import PositionSum as PositionSum
+    from ._positions import expect_product as expect_product
+    from ._positions import expect_product_explicit as expect_product_explicit
+    from ._positions import geometric_sum as geometric_sum
+    from ._positions import token as token
+    from ._prediction_claims import PredictionClaims as PredictionClaims
+    from ._prediction_claims import prediction_claims as prediction_claims
     from ._provenance import versions as versions
-    from ._registry import (
-        get_model as get_model,
-        model_for as model_for,
-        registered_models as registered_models,
-    )
+    from ._registry import get_model as get_model
+    from ._registry import model_for as model_for
+    from ._registry import registered_models as registered_models
     from ._results_file import read_results as read_results
-    from ._scaling import (
-        ScalingFit as ScalingFit,
-        fit_law as fit_law,
-        measure_scaling as measure_scaling,
-    )
-    from ._second_layer import (
-        SecondLayerSGD as SecondLayerSGD,
-        online_sgd_second_layer as online_sgd_second_layer,
-    )
+    from ._scaling import ScalingFit as ScalingFit
+    from ._scaling import fit_law as fit_law
+    from ._scaling import measure_scaling as measure_scaling
+    from ._second_layer import SecondLayerSGD as SecondLayerSGD
+    from ._second_layer import online_sgd_second_layer as online_sgd_second_layer
     from ._setting import Setting as Setting
-    from ._stop_rules import (
-        Crossing as Crossing,
-        SettledRule as SettledRule,
-    )
+    from ._stop_rules import Crossing as Crossing
+    from ._stop_rules import SettledRule as SettledRule
     from ._structured import StructuredSystem as StructuredSystem
-    from ._sweep import (
-        SweepReport as SweepReport,
-        run_sweep as run_sweep,
-    )
+    from ._sweep import SweepReport as SweepReport
+    from ._sweep import run_sweep as run_sweep
     from ._sweep_command import solve_setting as solve_setting
-    from ._symbolic import (
-        Block as Block,
-        CoordinateChange as CoordinateChange,
-        Derivation as Derivation,
-        Drift as Drift,
-        Identity as Identity,
-        assert_conserved as assert_conserved,
-        assert_same as assert_same,
-        declare_order_parameters as declare_order_parameters,
-        gradient_flow as gradient_flow,
-        log_coordinate as log_coordinate,
-        metric_gradient as metric_gradient,
-        mixture_expectation as mixture_expectation,
-        mobility_gradient as mobility_gradient,
-        relu as relu,
-    )
-    from ._teacher_student import (
-        OnlineSGD as OnlineSGD,
-        SymmetricSGD as SymmetricSGD,
-        online_sgd_reduction as online_sgd_reduction,
-        pullback_mobility as pullback_mobility,
-        symmetric_online_sgd as symmetric_online_sgd,
-    )
+    from ._symbolic import Block as Block
+    from ._symbolic import CoordinateChange as CoordinateChange
+    from ._symbolic import Derivation as Derivation
+    from ._symbolic import Drift as Drift
+    from ._symbolic import Identity as Identity
+    from ._symbolic import assert_conserved as assert_conserved
+    from ._symbolic import assert_same as assert_same
+    from ._symbolic import declare_order_parameters as declare_order_parameters
+    from ._symbolic import gradient_flow as gradient_flow
+    from ._symbolic import log_coordinate as log_coordinate
+    from ._symbolic import metric_gradient as metric_gradient
+    from ._symbolic import mixture_expectation as mixture_expectation
+    from ._symbolic import mobility_gradient as mobility_gradient
+    from ._symbolic import relu as relu
+    from ._teacher_student import OnlineSGD as OnlineSGD
+    from ._teacher_student import SymmetricSGD as SymmetricSGD
+    from ._teacher_student import online_sgd_reduction as online_sgd_reduction
+    from ._teacher_student import pullback_mobility as pullback_mobility
+    from ._teacher_student import symmetric_online_sgd as symmetric_online_sgd
     from ._unit_sums import indexed_online_sgd as indexed_online_sgd
-    from ._verify import (
-        VerifyReport as VerifyReport,
-        verify as verify,
-    )
+    from ._verify import VerifyReport as VerifyReport
+    from ._verify import verify as verify
 
 
 __getattr__, __dir__ = _lazy.lazy_attributes(__name__, _LAZY, globals())

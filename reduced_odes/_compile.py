@@ -425,9 +425,12 @@ def _stored_symbolic(path: Path) -> dict | None:
     import sympy as sp
     from sympy.core.symbol import Str
 
+    from ._orthant import OrthantKernel
     from ._quadrature import GaussianKernel
 
-    names = {"GaussianKernel": GaussianKernel, "Str": Str}  # numerical kernels read back
+    # Numerical kernels read back as themselves (else as undefined functions, whose
+    # derivatives nothing can evaluate).
+    names = {"GaussianKernel": GaussianKernel, "OrthantKernel": OrthantKernel, "Str": Str}
     try:
         stored = json.loads(path.read_text())
         return {key: sp.sympify(text, locals=names) for key, text in stored.items()}

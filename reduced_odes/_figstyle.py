@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,9 @@ from ._results import read_json
 from ._version import __version__
 
 __all__ = ["COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE", "TIME_LABEL",
-           "as_array", "draw_from_data", "house_style", "log_time_axis", "log_x", "new_figure",
-           "parse_formats", "render", "save_each_format", "save_figure", "sci", "shade_spans",
-           "stamp"]
+           "DataFigures", "as_array", "draw_from_data", "house_style", "log_time_axis", "log_x",
+           "new_figure", "parse_formats", "render", "save_each_format", "save_figure", "sci",
+           "shade_spans", "stamp"]
 
 #: The formats figures are written in (the `figures` command's default, in this order).
 FORMATS = ("png", "pdf")
@@ -355,3 +356,50 @@ def draw_from_data(figures: Mapping, out: str | Path, data: str | Path,
 
         written += save_each_format(draw, out / name, formats)
     return written
+
+
+@dataclass(frozen=True)
+class DataFigures:
+    """A model's figures, each drawn from one data file: its ``figures`` role.
+
+    :meth:`draw` is the model's ``figures`` hook: :func:`draw_from_data` over the
+    declared figures, so that no model writes that function again.
+
+    Parameters
+    ----------
+    model : str
+        The model's name, stamped into every figure.
+    figures : mapping
+        Figure name -> ``(plot, data file, subject)``, as in :func:`draw_from_data`.
+    compute_missing : callable, optional
+        ``compute_missing(data, names)`` writes the missing data files ``names``.
+
+    Examples
+    --------
+    A model's ``figures`` module declares its figures and names the hook:
+
+    >>> import pathlib, tempfile
+    >>> from reduced_odes.author import write_json
+    >>> def plot_u(document):
+    ...     fig, (ax,) = new_figure(1.5, 1)
+    ...     ax.plot(document["t"], document["u"])
+    ...     return fig
+    >>> def write_data(data, names):
+    ...     for name in names:
+    ...         write_json(data / name, {"t": [1, 10], "u": [0.1, 0.9]})
+    >>> draw_figures = DataFigures("toy", {"u": (plot_u, "u.json", "u against t")},
+    ...                            write_data).draw
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> [p.name for p in draw_figures(root / "figures", root / "data", ["png"])]
+    ['u.png']
+    """
+
+    model: str
+    figures: Mapping[str, tuple[Callable[[Any], Any], str, str]]
+    compute_missing: Callable[[Path, list[str]], object] | None = None
+
+    def draw(self, out: str | Path, data: str | Path,
+             formats: Sequence[str] = FORMATS) -> list[Path]:
+        """Draw every figure into ``out`` from the files in ``data``, computing only the
+        missing files first: the ``figures`` hook (:func:`draw_from_data`)."""
+        return draw_from_data(self.figures, out, data, formats, self.model, self.compute_missing)

@@ -35,7 +35,8 @@ from ._quadrature import (
 )
 from ._quadrature import _numpy_function as _kernel_numpy
 
-__all__ = ["KernelFunctions", "gaussian_kernel", "kernel_expression", "kernel_report"]
+__all__ = ["KernelFunctions", "gaussian_kernel", "kernel_expression", "kernel_report",
+           "numerical_function"]
 
 #: A factor: ``("g", a)``, ``("dg", a)`` (``g'``) or ``("x", a)`` (``u_a`` itself).
 Pattern = tuple[tuple[str, int], ...]
@@ -200,6 +201,48 @@ def _scalar_source(expression: sp.Expr, arguments: Sequence[sp.Symbol], name: st
     body = (f"def {name}({', '.join(map(str, arguments))}):\n"
             f"    return {printer.doprint(expression)}")
     return "\n\n".join([*helpers, body])
+
+
+def numerical_function(arguments: Sequence[sp.Symbol], exprs: Sequence[sp.Expr]) -> Callable:
+    """``exprs`` as one Python function of float ``arguments`` returning their list: closed
+    forms by ``math``, each numerical :class:`~reduced_odes._quadrature.GaussianKernel` by its
+    NumPy rule and each orthant kernel by its Gauss-Legendre rule, evaluated once per call
+    (what ``sympy.lambdify`` cannot print).  For a few expressions evaluated a few thousand
+    times (a reduced flow's fixed point); compiled systems generate code instead.
+
+    Examples
+    --------
+    >>> a, c = sp.symbols("a c")
+    >>> c00, c01, c11 = entries(2)
+    >>> kernel = kernel_expression("tanh", (("g", 0), ("g", 1)), 2)[0]
+    >>> f = numerical_function((a, c), [kernel.subs({c00: a, c11: a, c01: c}), a + c])
+    >>> [round(v, 10) for v in f(1.0, 0.5)]
+    [0.1863244132, 1.5]
+    """
+    exprs = [sp.sympify(e) for e in exprs]
+    found = set().union(*(e.atoms(GaussianKernel, OrthantKernel) for e in exprs))
+    numerical = sorted(found, key=sp.default_sort_key)
+    stand_ins = [sp.Dummy() for _ in numerical]
+    outer = sp.lambdify([*arguments, *stand_ins], [e.xreplace(dict(zip(
+        numerical, stand_ins, strict=True))) for e in exprs], modules="math", cse=True)
+    # A Gaussian kernel's covariance entries follow its key; an orthant kernel's six
+    # correlations are all its arguments.
+    rules = [_gaussian_rule(k.key) if isinstance(k, GaussianKernel) else orthant_value
+             for k in numerical]
+    inner = [sp.lambdify(arguments, list(k.args[1:] if isinstance(k, GaussianKernel)
+                                         else k.args), modules="math") for k in numerical]
+
+    def evaluate(*values: float) -> list[float]:
+        numbers = [rule(entries(*values)) for rule, entries in zip(rules, inner, strict=True)]
+        return [float(v) for v in outer(*values, *numbers)]
+
+    return evaluate
+
+
+def _gaussian_rule(key: str) -> Callable:
+    """The kernel ``key``'s NumPy rule as a function of its list of entries."""
+    rule = _kernel_numpy(key)
+    return lambda entries: float(rule(*entries))
 
 
 def kernel_report(exprs: Sequence[sp.Expr]) -> list[str]:

@@ -32,6 +32,8 @@ __all__ = ["KERNEL_NAME", "NODES", "OrthantKernel", "has_orthant", "orthant_sour
 
 #: Gauss-Legendre nodes on [0, 1]: the integrand is analytic on a neighbourhood of it.
 NODES = 48
+#: The Gauss-Legendre nodes and weights on [-1, 1].
+_RULE = np.polynomial.legendre.leggauss(NODES)
 #: The generated function's name (a ``_gk_`` prefix: compiled with the Gaussian kernels).
 KERNEL_NAME = "_gk_orthant4"
 #: The pairs of the six correlations, in argument order.
@@ -40,7 +42,7 @@ PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
 
 def _partial(r: dict, a: int, b: int, k: int, m: int):
     """The correlation of ``x_k, x_m`` given ``x_a, x_b`` (unit variances)."""
-    sqrt = sp.sqrt if any(isinstance(v, sp.Basic) for v in r.values()) else math.sqrt
+    sqrt = sp.sqrt if any(isinstance(v, sp.Basic) for v in r.values()) else np.sqrt
     det = 1 - r[a, b] ** 2
 
     def cond(i, j):
@@ -65,7 +67,8 @@ def _derivative(values, index: int):
     k, m = (i for i in range(4) if i not in (a, b))
     r = _table(values)
     symbolic = any(isinstance(v, sp.Basic) for v in values)
-    asin, sqrt, pi = (sp.asin, sp.sqrt, sp.pi) if symbolic else (math.asin, math.sqrt, math.pi)
+    # NumPy on numbers: one call covers every quadrature node (``orthant_value``).
+    asin, sqrt, pi = (sp.asin, sp.sqrt, sp.pi) if symbolic else (np.arcsin, np.sqrt, math.pi)
     return 4 / (pi * sqrt(1 - r[a, b] ** 2)) * asin(_partial(r, a, b, k, m)) / pi
 
 
@@ -77,13 +80,16 @@ def orthant_value(values) -> float:
     >>> round(orthant_value([0.5, 0.0, 0.0, 0.0, 0.0, 0.5]), 12)  # (2/pi asin 1/2)^2
     0.111111111111
     """
-    nodes, weights = np.polynomial.legendre.leggauss(NODES)
-    total = 0.0
-    for z, w in zip(nodes, weights, strict=True):
-        t = (z + 1) / 2
-        scaled = [v * t if pair[0] == 0 else v for v, pair in zip(values, PAIRS, strict=True)]
-        total += w / 2 * sum(values[j] * _derivative(scaled, j) for j in range(3))
-    return float(total)
+    nodes, weights = _RULE
+    t = (nodes + 1) / 2  # every node at once
+    scaled = [v * t if pair[0] == 0 else v for v, pair in zip(values, PAIRS, strict=True)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        integrand = sum(values[j] * _derivative(scaled, j) for j in range(3))
+        total = float(np.dot(weights / 2, integrand))
+    if not math.isfinite(total):  # as ``math`` on the scalar path: out of the domain raises
+        raise ValueError(f"math domain error: correlations {list(values)!r} are no "
+                         f"correlation matrix's")
+    return total
 
 
 class OrthantKernel(sp.Function):

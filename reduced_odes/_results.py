@@ -15,7 +15,7 @@ from ._params import ParameterError
 __all__ = ["CHECK", "DataFileError", "ResultsFileError", "VerificationError", "digest",
            "dumps_checked", "dumps_record", "loads_checked", "loads_record", "numbers_merged",
            "parse_results_line", "read_json", "results_line", "setting_key",
-           "trajectory_record", "write_documents", "write_json"]
+           "trajectory_record", "write_json"]
 
 #: Key of a record that lists, by JSON pointer, the values stored as ``null`` and why.
 NULL_REASONS = "null_reasons"
@@ -345,80 +345,3 @@ def results_line(record: Mapping[str, Any]) -> str:
     """
     members = {k: v for k, v in record.items() if k not in ("key", CHECK)}
     return dumps_checked({"key": setting_key(record["setting"])} | members) + "\n"
-
-
-
-def render_documents(stem: str, title: str, intro: str, sections, named, *,
-                     intro_in_latex: bool = True) -> dict[str, str]:
-    """A derivation as ``<stem>.md`` (Markdown with ``$$`` math) and ``<stem>.tex`` (LaTeX).
-
-    Parameters
-    ----------
-    stem, title, intro : str
-        File stem, heading and the paragraph under it (Markdown; backticks are dropped in
-        LaTeX).
-    sections : iterable of (str, iterable of (str, object))
-        Section titles, each with its ``(label, expression)`` items in reading order.
-    named : callable
-        ``named(expression) -> [(name, latex)]``: the expression's LaTeX, as named
-        subexpressions (``name = latex``) followed by ``("", latex)``.
-    intro_in_latex : bool
-        False: the LaTeX document opens with the heading alone (the Markdown keeps
-        the paragraph).
-
-    Examples
-    --------
-    >>> docs = render_documents("toy", "Toy", "A `toy`.", [("Loss", [("L", "x^2")])],
-    ...                         lambda expr: [("", expr)])
-    >>> print(docs["toy.md"])
-    # Toy
-    <BLANKLINE>
-    A `toy`.
-    <BLANKLINE>
-    ## Loss
-    <BLANKLINE>
-    - L:
-    <BLANKLINE>
-      $$ x^2 $$
-    <BLANKLINE>
-    <BLANKLINE>
-    """
-    md = [f"# {title}", "", intro, ""]
-    tex = [r"\documentclass{article}", r"\usepackage{amsmath}", r"\allowdisplaybreaks",
-           r"\begin{document}", rf"\section*{{{title}}}"]
-    if intro_in_latex:
-        tex += [intro.replace("`", ""), ""]
-    for heading, items in sections:
-        md += [f"## {heading}", ""]
-        tex += [rf"\subsection*{{{heading.replace('`', '')}}}"]
-        for label, expr in items:
-            md += [f"- {label}:", ""]
-            tex += [r"\paragraph{" + label.replace("_", r"\_") + "}"]
-            for name, latex in named(expr):
-                line = f"{name} = {latex}" if name else latex
-                md += [f"  $$ {line} $$", ""]
-                tex += [r"\[", line, r"\]"]
-    tex += [r"\end{document}"]
-    return {f"{stem}.md": "\n".join(md) + "\n", f"{stem}.tex": "\n".join(tex) + "\n"}
-
-
-def write_documents(directory: str | Path, documents: dict[str, str]) -> list[Path]:
-    """Write text ``documents`` (file name -> text) into ``directory``, atomically.
-
-    A file whose text is unchanged is not rewritten, so its timestamp stays.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> [p.name for p in write_documents(tempfile.mkdtemp(), {"a.md": "# A\\n"})]
-    ['a.md']
-    """
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, text in documents.items():
-        path = directory / name
-        if not (path.exists() and path.read_text(encoding="utf-8") == text):
-            atomic_write(path, text)
-        paths.append(path)
-    return paths

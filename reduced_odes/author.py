@@ -86,8 +86,9 @@ _STABLE = {
 
 #: Name -> engine module, for the shared helpers that may change in a minor release.
 _PROVISIONAL = {
-    # What the test suite checks of a model's committed figures and their data.
-    **dict.fromkeys(("CommittedFigures",), "_claims"),
+    # What the test suite checks of a model's committed figures and their data; the
+    # tolerances of a model's claims, read from its data file.
+    **dict.fromkeys(("CommittedFigures", "load_tolerances"), "_claims"),
     # Running many settings: the resumable sweep, a process pool, progress on stderr.
     **dict.fromkeys(("run_sweep",), "_sweep"),
     **dict.fromkeys(("load_grid",), "_grid"),
@@ -98,12 +99,13 @@ _PROVISIONAL = {
     **dict.fromkeys(("first_crossing",), "_crossing"),
     **dict.fromkeys(("t_interval",), "_stats"),
     # Result files: JSON documents, trajectories, derivation documents, provenance.
-    **dict.fromkeys(("read_json", "render_documents", "trajectory_record", "write_documents",
-                     "write_json"),
-                    "_results"),
+    **dict.fromkeys(("read_json", "trajectory_record", "write_json"), "_results"),
+    **dict.fromkeys(("DerivationDocuments", "render_documents", "write_documents"),
+                    "_documents"),
     **dict.fromkeys(("versions",), "_provenance"),
     # One Gaussian kernel as numbers (closed form or numerical), for rates summed by index.
-    **dict.fromkeys(("KernelFunctions", "gaussian_kernel"), "_kernel_functions"),
+    **dict.fromkeys(("KernelFunctions", "gaussian_kernel", "numerical_function"),
+                    "_kernel_functions"),
     # The analysis of a flow: fixed points, continuation, scaling laws (for claims).
     **dict.fromkeys(("Flow", "classify", "find_fixed_points", "newton"), "_fixed_points"),
     **dict.fromkeys(("Continuation", "continue_branch"), "_continuation"),
@@ -114,10 +116,11 @@ _PROVISIONAL = {
     **dict.fromkeys(("json_safe",), "_io"),
     **dict.fromkeys(("FIGURE_DIGITS",), "_reproduce"),
     # Figures in the house style, with deterministic bytes.
-    **dict.fromkeys(("COLUMN_WIDTH", "FORMATS", "OKABE_ITO", "SERIES", "SHADES", "STYLE",
-                     "TIME_LABEL", "as_array", "draw_from_data", "house_style", "log_time_axis",
-                     "log_x", "new_figure", "parse_formats", "render", "save_each_format",
-                     "save_figure", "sci", "shade_spans", "stamp"), "_figstyle"),
+    **dict.fromkeys(("COLUMN_WIDTH", "DataFigures", "FORMATS", "OKABE_ITO", "SERIES", "SHADES",
+                     "STYLE", "TIME_LABEL", "as_array", "draw_from_data", "house_style",
+                     "log_time_axis", "log_x", "new_figure", "parse_formats", "render",
+                     "save_each_format", "save_figure", "sci", "shade_spans", "stamp"),
+                    "_figstyle"),
 }
 
 #: The names under semantic versioning (see the module docstring).
@@ -128,92 +131,117 @@ _LAZY = {**_STABLE, **_PROVISIONAL}
 
 if TYPE_CHECKING:  # the names as a type checker sees them (``X as X``: re-exported);
     # at run time each is imported on first use (``__getattr__``)
-    from reduced_odes import (
-        ACTIVATIONS as ACTIVATIONS, Activation as Activation, Block as Block, Claim as Claim,
-        Continuation as Continuation, CoordinateChange as CoordinateChange, Crossing as Crossing,
-        Derivation as Derivation, DerivationError as DerivationError, Drift as Drift,
-        Fixed as Fixed, Flow as Flow, GaussianExpectation as GaussianExpectation,
-        Identity as Identity, Index as Index, Model as Model, OnlineSGD as OnlineSGD,
-        ParameterError as ParameterError, Parameters as Parameters, PositionSum as PositionSum,
-        PredictionClaims as PredictionClaims, Range as Range, SecondLayerSGD as SecondLayerSGD,
-        SettledRule as SettledRule, StructuredSystem as StructuredSystem,
-        SymmetricSGD as SymmetricSGD, activation as activation,
-        assert_conserved as assert_conserved, assert_same as assert_same, choice as choice,
-        continue_branch as continue_branch, declare_order_parameters as declare_order_parameters,
-        expect_product as expect_product, expect_product_explicit as expect_product_explicit,
-        find_fixed_points as find_fixed_points, fit_law as fit_law, flag as flag,
-        gaussian_expectation as gaussian_expectation, geometric_sum as geometric_sum,
-        gradient_flow as gradient_flow, indexed_online_sgd as indexed_online_sgd,
-        integer as integer, interval as interval, load_grid as load_grid,
-        log_coordinate as log_coordinate, metric_gradient as metric_gradient,
-        mixture_expectation as mixture_expectation, mobility_gradient as mobility_gradient,
-        online_sgd_reduction as online_sgd_reduction,
-        online_sgd_second_layer as online_sgd_second_layer, parameter as parameter,
-        plateau_predictions as plateau_predictions, positive as positive,
-        prediction_claims as prediction_claims, pullback_mobility as pullback_mobility,
-        read_results as read_results, register_activation as register_activation, relu as relu,
-        run_sweep as run_sweep, symmetric_online_sgd as symmetric_online_sgd, token as token,
-        versions as versions,
-    )
+    from reduced_odes import ACTIVATIONS as ACTIVATIONS
+    from reduced_odes import Activation as Activation
+    from reduced_odes import Block as Block
+    from reduced_odes import Claim as Claim
+    from reduced_odes import Continuation as Continuation
+    from reduced_odes import CoordinateChange as CoordinateChange
+    from reduced_odes import Crossing as Crossing
+    from reduced_odes import Derivation as Derivation
+    from reduced_odes import DerivationError as DerivationError
+    from reduced_odes import Drift as Drift
+    from reduced_odes import Fixed as Fixed
+    from reduced_odes import Flow as Flow
+    from reduced_odes import GaussianExpectation as GaussianExpectation
+    from reduced_odes import Identity as Identity
+    from reduced_odes import Index as Index
+    from reduced_odes import Model as Model
+    from reduced_odes import OnlineSGD as OnlineSGD
+    from reduced_odes import ParameterError as ParameterError
+    from reduced_odes import Parameters as Parameters
+    from reduced_odes import PositionSum as PositionSum
+    from reduced_odes import PredictionClaims as PredictionClaims
+    from reduced_odes import Range as Range
+    from reduced_odes import SecondLayerSGD as SecondLayerSGD
+    from reduced_odes import SettledRule as SettledRule
+    from reduced_odes import StructuredSystem as StructuredSystem
+    from reduced_odes import SymmetricSGD as SymmetricSGD
+    from reduced_odes import activation as activation
+    from reduced_odes import assert_conserved as assert_conserved
+    from reduced_odes import assert_same as assert_same
+    from reduced_odes import choice as choice
+    from reduced_odes import continue_branch as continue_branch
+    from reduced_odes import declare_order_parameters as declare_order_parameters
+    from reduced_odes import expect_product as expect_product
+    from reduced_odes import expect_product_explicit as expect_product_explicit
+    from reduced_odes import find_fixed_points as find_fixed_points
+    from reduced_odes import fit_law as fit_law
+    from reduced_odes import flag as flag
+    from reduced_odes import gaussian_expectation as gaussian_expectation
+    from reduced_odes import geometric_sum as geometric_sum
+    from reduced_odes import gradient_flow as gradient_flow
+    from reduced_odes import indexed_online_sgd as indexed_online_sgd
+    from reduced_odes import integer as integer
+    from reduced_odes import interval as interval
+    from reduced_odes import load_grid as load_grid
+    from reduced_odes import log_coordinate as log_coordinate
+    from reduced_odes import metric_gradient as metric_gradient
+    from reduced_odes import mixture_expectation as mixture_expectation
+    from reduced_odes import mobility_gradient as mobility_gradient
+    from reduced_odes import online_sgd_reduction as online_sgd_reduction
+    from reduced_odes import online_sgd_second_layer as online_sgd_second_layer
+    from reduced_odes import parameter as parameter
+    from reduced_odes import plateau_predictions as plateau_predictions
+    from reduced_odes import positive as positive
+    from reduced_odes import prediction_claims as prediction_claims
+    from reduced_odes import pullback_mobility as pullback_mobility
+    from reduced_odes import read_results as read_results
+    from reduced_odes import register_activation as register_activation
+    from reduced_odes import relu as relu
+    from reduced_odes import run_sweep as run_sweep
+    from reduced_odes import symmetric_online_sgd as symmetric_online_sgd
+    from reduced_odes import token as token
+    from reduced_odes import versions as versions
     from reduced_odes._claims import CommittedFigures as CommittedFigures
+    from reduced_odes._claims import load_tolerances as load_tolerances
     from reduced_odes._compile import cached_symbolic as cached_symbolic
     from reduced_odes._crossing import first_crossing as first_crossing
-    from reduced_odes._figstyle import (
-        COLUMN_WIDTH as COLUMN_WIDTH,
-        FORMATS as FORMATS,
-        OKABE_ITO as OKABE_ITO,
-        SERIES as SERIES,
-        SHADES as SHADES,
-        STYLE as STYLE,
-        TIME_LABEL as TIME_LABEL,
-        as_array as as_array,
-        draw_from_data as draw_from_data,
-        house_style as house_style,
-        log_time_axis as log_time_axis,
-        log_x as log_x,
-        new_figure as new_figure,
-        parse_formats as parse_formats,
-        render as render,
-        save_each_format as save_each_format,
-        save_figure as save_figure,
-        sci as sci,
-        shade_spans as shade_spans,
-        stamp as stamp,
-    )
-    from reduced_odes._fixed_points import (
-        classify as classify,
-        newton as newton,
-    )
+    from reduced_odes._documents import DerivationDocuments as DerivationDocuments
+    from reduced_odes._documents import render_documents as render_documents
+    from reduced_odes._documents import write_documents as write_documents
+    from reduced_odes._figstyle import COLUMN_WIDTH as COLUMN_WIDTH
+    from reduced_odes._figstyle import FORMATS as FORMATS
+    from reduced_odes._figstyle import OKABE_ITO as OKABE_ITO
+    from reduced_odes._figstyle import SERIES as SERIES
+    from reduced_odes._figstyle import SHADES as SHADES
+    from reduced_odes._figstyle import STYLE as STYLE
+    from reduced_odes._figstyle import TIME_LABEL as TIME_LABEL
+    from reduced_odes._figstyle import DataFigures as DataFigures
+    from reduced_odes._figstyle import as_array as as_array
+    from reduced_odes._figstyle import draw_from_data as draw_from_data
+    from reduced_odes._figstyle import house_style as house_style
+    from reduced_odes._figstyle import log_time_axis as log_time_axis
+    from reduced_odes._figstyle import log_x as log_x
+    from reduced_odes._figstyle import new_figure as new_figure
+    from reduced_odes._figstyle import parse_formats as parse_formats
+    from reduced_odes._figstyle import render as render
+    from reduced_odes._figstyle import save_each_format as save_each_format
+    from reduced_odes._figstyle import save_figure as save_figure
+    from reduced_odes._figstyle import sci as sci
+    from reduced_odes._figstyle import shade_spans as shade_spans
+    from reduced_odes._figstyle import stamp as stamp
+    from reduced_odes._fixed_points import classify as classify
+    from reduced_odes._fixed_points import newton as newton
     from reduced_odes._io import json_safe as json_safe
-    from reduced_odes._kernel_functions import (
-        KernelFunctions as KernelFunctions,
-        gaussian_kernel as gaussian_kernel,
-    )
+    from reduced_odes._kernel_functions import KernelFunctions as KernelFunctions
+    from reduced_odes._kernel_functions import gaussian_kernel as gaussian_kernel
+    from reduced_odes._kernel_functions import numerical_function as numerical_function
     from reduced_odes._pool import process_pool as process_pool
-    from reduced_odes._positions import (
-        SEQ_LEN as SEQ_LEN,
-        SUM_INDEX as SUM_INDEX,
-    )
+    from reduced_odes._positions import SEQ_LEN as SEQ_LEN
+    from reduced_odes._positions import SUM_INDEX as SUM_INDEX
     from reduced_odes._progress import Progress as Progress
     from reduced_odes._registry import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
     from reduced_odes._reproduce import FIGURE_DIGITS as FIGURE_DIGITS
-    from reduced_odes._results import (
-        read_json as read_json,
-        render_documents as render_documents,
-        setting_key as setting_key,
-        trajectory_record as trajectory_record,
-        write_documents as write_documents,
-        write_json as write_json,
-    )
-    from reduced_odes._roles import (
-        ROLES as ROLES,
-        roles as roles,
-    )
+    from reduced_odes._results import read_json as read_json
+    from reduced_odes._results import setting_key as setting_key
+    from reduced_odes._results import trajectory_record as trajectory_record
+    from reduced_odes._results import write_json as write_json
+    from reduced_odes._roles import ROLES as ROLES
+    from reduced_odes._roles import roles as roles
     from reduced_odes._stats import t_interval as t_interval
-    from reduced_odes._verify import (
-        informative as informative,
-        worst as worst,
-    )
+    from reduced_odes._verify import informative as informative
+    from reduced_odes._verify import worst as worst
 
 
 # Not cached, as in reduced_odes: a patched engine attribute is always the one read.

@@ -2,10 +2,10 @@
 ``reduced_odes/author.py`` from their lazy tables (``_LAZY``: name -> engine module).
 
 A type checker cannot read a table, so each module spells its names out once, as
-``name as name`` (a re-export).  ``reduced_odes`` imports each name from its engine module;
-``reduced_odes.author`` imports from ``reduced_odes`` every name the package exports from
-the same module, and from its engine module only the rest (the author's own helpers).  No
-name is mapped to its module twice.
+``from module import name as name`` (a re-export), one statement a name.  ``reduced_odes``
+imports each name from its engine module; ``reduced_odes.author`` imports from
+``reduced_odes`` every name the package exports from the same module, and from its engine
+module only the rest (the author's own helpers).  No name is mapped to its module twice.
 
 Run from the repository root after changing a table::
 
@@ -30,25 +30,17 @@ HEADER = ("if TYPE_CHECKING:  # the names as a type checker sees them (``X as X`
           "    # at run time each is imported on first use (``__getattr__``)\n")
 
 
-def _import(source: str, names: list[str]) -> str:
-    """One ``from source import ...`` statement re-exporting ``names`` (sorted)."""
-    names = sorted(names)
-    if len(names) == 1:
-        return f"    from {source} import {names[0]} as {names[0]}\n"
-    return (f"    from {source} import (\n"
-            + "".join(f"        {name} as {name},\n" for name in names) + "    )\n")
+def _isort_order(name: str) -> tuple[int, str, str]:
+    """Constants, then classes, then the rest, each case-insensitively: ruff's isort order."""
+    kind = 0 if len(name) > 1 and name.isupper() else 1 if name[0].isupper() else 2
+    return kind, name.lower(), name
 
 
-def _packed_import(source: str, names: list[str]) -> str:
-    """``from source import (...)``, the re-exports filled into lines of at most 100."""
-    lines = [""]
-    for name in sorted(names):
-        item = f"{name} as {name},"
-        if lines[-1] and len(f"        {lines[-1]} {item}") > 100:
-            lines.append("")
-        lines[-1] = f"{lines[-1]} {item}".lstrip()
-    return (f"    from {source} import (\n"
-            + "".join(f"        {line}\n" for line in lines) + "    )\n")
+def _imports(source: str, names: list[str]) -> str:
+    """``from source import name as name``, one statement a name (in isort's order): a
+    re-export a line, as a type checker reads it and as a diff shows it."""
+    return "".join(f"    from {source} import {name} as {name}\n"
+                   for name in sorted(names, key=_isort_order))
 
 
 def block(module: str, prefix: str) -> str:
@@ -60,8 +52,8 @@ def block(module: str, prefix: str) -> str:
     for name, source in table.items():
         if name not in shared:
             by_module.setdefault(source, []).append(name)
-    imports = [_packed_import("reduced_odes", shared)] if shared else []
-    imports += [_import(f"{prefix}{source}", by_module[source]) for source in sorted(by_module)]
+    imports = [_imports("reduced_odes", shared)]
+    imports += [_imports(f"{prefix}{source}", by_module[source]) for source in sorted(by_module)]
     return HEADER + "".join(imports)
 
 

@@ -8,7 +8,7 @@ replaced by that function's numba version, recursively, and compiled with
 bytecode, so it stays in step with the module.
 
 A kernel that numba cannot type because a helper's result length depends on
-a flag argument (``_fused(p, L, True)``) is specialised: each helper called
+a flag argument (a helper called as ``parts(p, L, True)``) is specialised: each helper called
 with constant arguments is rewritten with those constants substituted and the
 branches on them folded away, so that each specialisation returns one tuple.
 """

@@ -14,11 +14,13 @@ module's source, the numba version and the model's native stop rule, so a
 change to any of them makes a new twin.  On a twin's first compile, with a
 second core, another process compiles its scans meanwhile
 (:mod:`reduced_odes._native._precompile`), and the run loads them from the cache.
+Processes sharing a cache compile a twin once between them (:func:`compiled_once`).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -26,12 +28,15 @@ import inspect
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 from .._compile import CompiledSystem, write_cache_files
+from .._io import exclusive
 
-__all__ = ["load_twin", "twin_source"]
+__all__ = ["compiled_once", "load_twin", "twin_source"]
 
 #: Bump when the twin's shape changes.
 TWIN_VERSION = "9"
@@ -243,6 +248,40 @@ def _first_compile_notice(system: CompiledSystem, path: Path) -> bool:
         print(f"reduced-odes: compiling the native integrator for model {system.model!r} "
               f"({system.variant}) with numba, once; cached in {cache}", file=sys.stderr)
     return True
+
+
+#: Twins whose stepping this process has found compiled (cached, or compiled here).
+_STEPPING_READY: set[str] = set()
+#: Whether this thread holds a twin's compile lock: a run never waits for a second one.
+_HOLDING = threading.local()
+
+
+@contextlib.contextmanager
+def compiled_once(twin: ModuleType) -> Iterator[None]:
+    """Run the block (a run on ``twin``) holding the twin's compile lock while numba has no
+    machine code cached for its stepping (``advance``).
+
+    Processes sharing a cache (a test session's workers, a sweep's pool) would otherwise
+    each compile a cold twin, the same tens of seconds of CPU: the second now waits for the
+    first run's compile, then loads its machine code.  Once the stepping is cached (or
+    compiled by this process) no lock is taken.  A thread holding one lock never waits for
+    another, so no two processes can wait for each other.
+    """
+    path = Path(twin.__file__)
+    if path.stem in _STEPPING_READY or getattr(_HOLDING, "twin", None) is not None:
+        yield
+        return
+    if any(_numba_cache_dir(path).glob(f"{path.stem}.advance-*.nbi")):
+        _STEPPING_READY.add(path.stem)
+        yield
+        return
+    _HOLDING.twin = path.stem
+    try:
+        with exclusive(path.with_name(f"{path.stem}.compile.lock")):
+            yield
+        _STEPPING_READY.add(path.stem)
+    finally:
+        _HOLDING.twin = None
 
 
 def _interactive() -> bool:

@@ -21,6 +21,8 @@ from reduced_odes._registry import registered_models
 from reduced_odes.cli import EXIT_NOT_REACHED, EXIT_OK, main
 from reduced_odes.models import get_model
 
+from ._ranges import default_run_variants
+
 needs_numba = pytest.mark.skipif(not native_available(),
                                  reason="numba is not installed (the [fast] extra)")
 pytestmark = pytest.mark.usefixtures("lasting_cache")
@@ -180,7 +182,7 @@ def _drawn_setting(draw, model) -> dict:
 @given(data=st.data())
 def test_backends_agree_or_mark_on_drawn_settings(data):
     model = get_model(data.draw(st.sampled_from(MODELS)))
-    variant = data.draw(st.sampled_from(model.variants))
+    variant = data.draw(st.sampled_from(default_run_variants(model)))  # all: the slow grid
     setting = _drawn_setting(data.draw, model)
     try:
         model.make_params(setting)

@@ -135,6 +135,7 @@ def _run_on_pool_and_cluster(argv) -> None:
         assert done.returncode == 0, (name, done.stderr)
 
 
+@pytest.mark.slow  # the cluster path is the sweep's (below); this adds SGD's, ~25 s of CPU
 def test_compare_grid_on_a_local_cluster_matches_the_process_pool(tmp_path):
     grid = tmp_path / "grid.toml"
     grid.write_text("[grid]\nsigma = [0.3, 0.1]\n[fixed]\nL = 8\nwstar = 0.3\n")

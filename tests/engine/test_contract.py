@@ -29,9 +29,15 @@ from reduced_odes._contract import FORWARDABLE
 from reduced_odes._registry import _references, get_model
 from reduced_odes.author import Model
 
+from ._ranges import SLOW_VARIANTS, default_run_variants
+
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = list(_references())
-VARIANTS = [(name, variant) for name in MODELS for variant in get_model(name).variants]
+#: Every variant; those of ``_ranges.SLOW_VARIANTS`` (the same rules as one checked here)
+#: under ``-m slow``.
+VARIANTS = [pytest.param(name, variant, marks=[pytest.mark.slow] * ((name, variant) in
+                                                                   SLOW_VARIANTS))
+            for name in MODELS for variant in get_model(name).variants]
 
 
 def _point(model, variant):
@@ -147,7 +153,8 @@ def test_bad_parameters_raise_parameter_error_naming_them(name):
 def test_defaults_are_valid_and_every_field_has_help(name):
     model = get_model(name)
     params = model.Params()
-    for variant in model.variants:
+    # A check may derive the flow: the others are checked by the slow contract runs above.
+    for variant in default_run_variants(model):
         model.check(params, variant)
     for item in model.Params.declared():
         assert item.metadata["help"], item.name

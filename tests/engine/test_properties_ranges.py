@@ -7,8 +7,9 @@ Just outside, it exits 2 with one line naming the parameter, before any work.  T
 API raises only ParameterError or DomainError.
 
 The default run pins the parameters that select another derived system (the committee
-machine's K, M, and eta > 0, which adds the learning-rate term): each new system is seconds
-to minutes of SymPy, beyond the suite's budget.  The slow variants draw them too (K, M up to
+machine's K, M, and eta > 0, which adds the learning-rate term), and draws no variant of
+``_ranges.SLOW_VARIANTS``: each new system is seconds to minutes of SymPy, beyond the
+suite's budget.  The slow variants draw them too (K, M up to
 3: a K = M = 5 derivation alone takes minutes).
 """
 
@@ -60,7 +61,8 @@ def _names(model) -> tuple[str, ...]:
 
 
 def _inside(model, data, slow: bool) -> None:
-    setting = data.draw(_ranges.settings(model, _pinned(model, slow)), label="setting")
+    setting = data.draw(_ranges.settings(model, _pinned(model, slow), slow=slow),
+                        label="setting")
     words = _ranges.argv(model, _bounded(model, setting))
     code, out, err = _ranges.run_cli(words)
     _ranges.check_outcome(code, out, err, _names(model), words)
@@ -97,7 +99,8 @@ def _as_numpy(value, wrap: bool):
 
 def _api(model, data, slow: bool) -> None:
     setting = _bounded(model, data.draw(_ranges.settings(model, _pinned(model, slow),
-                                                         solver=False), label="setting"))
+                                                         solver=False, slow=slow),
+                                        label="setting"))
     wrap = data.draw(st.booleans(), label="as NumPy scalars")
     values = {k: _as_numpy(v, wrap) for k, v in setting["values"].items()}
     try:

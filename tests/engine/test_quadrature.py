@@ -201,6 +201,23 @@ def test_numerical_kernels_are_read_back_from_the_symbolic_cache(tmp_path, monke
     assert read == kernel and isinstance(read, GaussianKernel)
 
 
+def test_orthant_kernels_are_read_back_from_the_symbolic_cache(tmp_path, monkeypatch):
+    # Read back as an undefined function, ReLU's symmetric flow at eta > 0 had a Jacobian of
+    # unprintable derivatives on every run after the first.
+    import sympy as sp
+
+    from reduced_odes._compile import cached_symbolic
+    from reduced_odes._orthant import OrthantKernel
+
+    monkeypatch.setenv("REDUCED_ODES_CACHE", str(tmp_path))
+    q, c = sp.symbols("q c", real=True)
+    kernel = OrthantKernel(c / q, c / q, c, c, 0, c / q)
+    cached_symbolic("deep_linear", "default", "orthant-test", lambda: {"k": kernel})
+    read = cached_symbolic("deep_linear", "default", "orthant-test", lambda: {"k": 0})["k"]
+    assert read == kernel and isinstance(read, OrthantKernel)
+    assert not read.diff(c).atoms(sp.Derivative)
+
+
 @pytest.mark.parametrize("name", ["gelu", "he3"])
 def test_closed_forms_of_other_activations_equal_the_numerical_rule(name):
     # GELU = u Phi(u) and the Hermite polynomials have closed-form pairs (Stein, tilting,

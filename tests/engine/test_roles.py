@@ -35,3 +35,24 @@ def test_a_misspelt_role_or_function_is_refused(call, match):
 def test_each_role_of_a_built_in_model_is_a_function_of_its_package(model):
     for hook in type(model).hooks:
         assert callable(getattr(model, hook)), hook  # a function (some behind a cache)
+
+
+def test_the_built_in_models_declare_their_documents_and_data_figures_once():
+    """Every built-in export hook is a :class:`DerivationDocuments`' ``export`` (no model
+    writes the render-and-write pair again); every figures hook but the induction head's
+    (whose figures are drawn per closure from several files) a :class:`DataFigures`'
+    ``draw``."""
+    from reduced_odes.author import DataFigures, DerivationDocuments
+
+    exports = [m for m in registered_models() if m.supports("export_derivations")]
+    figures = [m for m in registered_models()
+               if m.supports("figures") and m.name != "induction_head"]
+    assert len(exports) >= 4 and len(figures) >= 3  # the five built-in models' roles
+    for model in exports:
+        hook = model.export_derivations
+        assert isinstance(getattr(hook, "__self__", None), DerivationDocuments), model.name
+        assert hook.__self__.stem == model.name
+    for model in figures:
+        hook = model.figures
+        assert isinstance(getattr(hook, "__self__", None), DataFigures), model.name
+        assert hook.__self__.model == model.name

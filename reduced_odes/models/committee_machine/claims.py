@@ -13,54 +13,18 @@ from itertools import pairwise
 
 import numpy as np
 
-from reduced_odes.author import json_safe
+from reduced_odes.author import json_safe, load_tolerances
 
 __all__ = ["ACTIVATION_TOLERANCES", "TOLERANCES", "claims", "measure", "verify_metadata",
            "verify_settings"]
 
-#: Tolerances, each with its reason.
-TOLERANCES = {
-    "plateau eps* (fixed point vs closed form)": (
-        1e-10, "Newton on the compiled flow converges to round-off (~1e-16)"),
-    "plateau approached as the asymmetry falls": (
-        1e-2, "relative, at the smallest asymmetry, and decreasing with it: the plateau has "
-              "marginal directions (the students coincide there), so the approach is slow"),
-    "one unstable direction class at the plateau": (
-        0.0, "every unstable eigenvalue equal (the students' permutation symmetry)"),
-    "escape time slope vs 1/lambda": (
-        0.05, "relative, slope over the two smallest asymmetries, the local slopes decreasing "
-              "towards 1/lambda; marginal directions at the plateau make the approach slow"),
-    "plateau rises with eta": (0.0, "eps_p(eta) increasing over the grid's eta"),
-    "plateau height of a trajectory at eta > 0": (
-        1e-2, "relative, asymmetry 1e-6: the same slow approach as at eta -> 0"),
-    "largest learning rate: converges below": (
-        1e-8, "eps_g at the run's end, 0.9 eta_max; converges exponentially"),
-    "largest learning rate: fails above": (
-        0.0, "eps_g at the run's end, 1.1 eta_max, must stay above 1e-4"),
-    "asymptotic eps_g with noise (trajectory vs fixed point)": (
-        1e-6, "relative; the run settles at |flow| <= 1e-10"),
-    "asymptotic eps_g grows with K (K = M, M + 1; noise)": (
-        0.0, "Goldt et al. 2019; from K = M + 2 two students can cancel (w_a = -w_b), and the "
-             "flow does not settle"),
-    "every setting ran": (0.0, "a setting that failed is a failed claim, never left out"),
-    "student learns the teacher (K = M, no noise)": (
-        1e-9, "eps_g once settled: the flow is still"),
-}
+#: Tolerances, each with its reason (``tolerances.toml``, table ``claims``).
+TOLERANCES = load_tolerances(__package__)
 
 #: The tolerances of the ``full`` grid's claims of other activations, kept apart so that
 #: ``verify_metadata`` (written into every grid's results, the default's committed) is
 #: unchanged; each row carries its tolerance and reason all the same.
-ACTIVATION_TOLERANCES = {
-    "plateau of a trajectory at the flow's own fixed point (tanh, ReLU)": (
-        1e-2, "relative, asymmetry 1e-8: the fixed point found on the derived flow, no closed "
-              "form; the same slow approach as erf's"),
-    "escape time slope vs 1/lambda (tanh, ReLU)": (
-        0.05, "relative, (T(1e-10) - T(1e-8)) / ln 100 against the fixed point's unstable "
-              "eigenvalue; marginal directions at the plateau make the approach slow "
-              "(measured for tanh from 1e-6: 4.9%)"),
-    "asymptotic eps_g with noise, K > M (tanh)": (
-        1e-6, "relative; the run settles at |flow| <= 1e-10"),
-}
+ACTIVATION_TOLERANCES = load_tolerances(__package__, "activation_claims")
 
 #: Asymmetries of the escape-time law, largest first.
 ASYMMETRIES = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
@@ -75,8 +39,17 @@ GRIDS = {
     "default": {"plateau": [2, 3], "escape": ASYMMETRIES, "eta": ETAS, "noise": [1, 2]},
     "full": {"plateau": [2, 3, 4, 5], "escape": ASYMMETRIES + (1e-9, 1e-10), "eta": ETAS,
              "noise": [1, 2], "activation_plateau": [("tanh", 0.0), ("relu", 0.1)],
-             "activation_noise": [("tanh", 2)]},
+             "activation_noise": [("tanh", 2)], "activation_eta_max": [("relu", 2)],
+             "second_layer": [2]},
 }
+#: The trained read-out's runs (Goldt et al. 2019), erf, K = M: a student whose read-out
+#: starts at half the teacher's and is learnt at half the rate of the first layer.
+SECOND_LAYER = {"eta": 0.2, "second_layer": True, "v_rate": 0.5, "v_star": 1.0, "v0": 0.5,
+                "q0": 0.3, "r0": 0.1}
+#: Where ReLU's eta_max (the plateau's fold) is checked by runs: a factor below and above.
+FOLD_MARGIN = 0.02
+#: The time by which the run above the fold must have run away (``numerics.runaway_time``).
+RUNAWAY_BY = 2000.0
 #: Output noise and learning rate of the over-parameterised runs of other activations.
 ACTIVATION_NOISY = {"M": 1, "eta": 0.1, "noise": 0.5}
 
@@ -110,6 +83,11 @@ def verify_settings(grid: str, variants: Sequence[str]) -> tuple[list[dict], lis
                  if v in variants]
     settings += [{"variant": v, "kind": "activation_noise", "K": K, **ACTIVATION_NOISY}
                  for v, K in points.get("activation_noise", ()) if v in variants]
+    settings += [{"variant": v, "kind": "activation_eta_max", "K": K, "M": K}
+                 for v, K in points.get("activation_eta_max", ()) if v in variants]
+    if "erf" in variants:
+        settings += [{"variant": "erf", "kind": "second_layer", "K": K, "M": K, **SECOND_LAYER}
+                     for K in points.get("second_layer", ())]
     return settings, []
 
 
@@ -169,6 +147,8 @@ def measure(setting: dict) -> dict:
                 "lambda": float(unstable[0]) if unstable.size else None,
                 "lambda_spread": float(unstable[0] - unstable[-1]) if unstable.size else None,
                 "unstable": int(unstable.size)}
+    if kind == "activation_eta_max":
+        return _fold_measurement(setting)
     if kind == "eta_max":
         eta_max = largest_learning_rate(params.K, variant)
         ends = {}
@@ -192,10 +172,28 @@ def measure(setting: dict) -> dict:
         out["lambda"] = float(unspecialised_fixed_point(params, variant).unstable[0])
         later = _phases_reached(_params({**setting, "asymmetry": 1e-10}), variant)
         out["T_escape_later"] = json_safe(float(later.phases.get("T_escape", math.nan)))
+    if kind == "second_layer":
+        out["v_miss"] = max(abs(traj.final[f"v_{i + 1}"] - params.v_star)
+                            for i in range(params.K))
+        out["T_spec"] = json_safe(float(traj.phases.get("T_spec", math.nan)))
     if kind in ("noise", "activation_noise"):
         final = np.array([traj.final[name] for name in traj.system.state_names])
         out["eps_fixed_point"] = specialised_point(params, variant, start=final).eps_g
     return out
+
+
+def _fold_measurement(setting: dict) -> dict:
+    """ReLU's eta_max, the plateau's fold found by continuation on the derived flow, and the
+    runs a margin below it (its trajectory's end) and above it (when its norms run away)."""
+    from .numerics import plateau_fold, runaway_time
+
+    eta_max = plateau_fold(setting["K"], setting["variant"])
+    below = _phases_reached(_params({**setting, "eta": (1 - FOLD_MARGIN) * eta_max}),
+                            setting["variant"])
+    above = _params({**setting, "eta": (1 + FOLD_MARGIN) * eta_max})
+    return {"eta_max": eta_max, "eps_end_below": float(below.final["eps_g"]),
+            "T_escape_below": json_safe(float(below.phases.get("T_escape", math.nan))),
+            "runaway_above": json_safe(runaway_time(above, setting["variant"], t_end=RUNAWAY_BY))}
 
 
 def _rel(predicted: float, measured: float) -> float:
@@ -234,6 +232,8 @@ def claims(records: list[dict], variants: Sequence[str]) -> list:
     _noise_claims(by_kind.get("noise", []), add)
     _activation_claims(by_kind.get("activation_plateau", []),
                        by_kind.get("activation_noise", []), add)
+    _fold_claims(by_kind.get("activation_eta_max", []), add)
+    _second_layer_claims(by_kind.get("second_layer", []), add)
     for record in failed:
         where = ", ".join(f"{k}={v}" for k, v in record["setting"].items() if k != "model")
         add("every setting ran", 0.0, 1.0, 1.0, f"{where}: {record.get('error', 'no result')}",
@@ -351,3 +351,32 @@ def _activation_claims(plateaus, noisy, add) -> None:
         add("asymptotic eps_g with noise, K > M (tanh)", fixed, end, _rel(fixed, end),
             f"activation={setting['variant']}, K={setting['K']}, "
             + ", ".join(f"{k}={v}" for k, v in ACTIVATION_NOISY.items()))
+
+
+def _fold_claims(records, add) -> None:
+    """ReLU's eta_max: below the plateau's fold the student learns, above it the norms run
+    away (no plateau catches the flow from small weights)."""
+    for setting, result in records:
+        eta_max, end = _value(result, "eta_max"), _value(result, "eps_end_below")
+        where = f"activation={setting['variant']}, K=M={setting['K']}, eta_max={eta_max:.10g}"
+        add("ReLU eta_max (the plateau's fold): learns below", 0.0, end, abs(end),
+            f"{where}, run at {1 - FOLD_MARGIN:g} eta_max (T_escape "
+            f"{_value(result, 'T_escape_below'):.6g})")
+        runaway = _value(result, "runaway_above")
+        add("ReLU eta_max (the plateau's fold): norms run away above", RUNAWAY_BY, runaway,
+            0.0 if math.isfinite(runaway) else 1.0,
+            f"{where}, run at {1 + FOLD_MARGIN:g} eta_max: an overlap passes 1e3 at t = "
+            f"{runaway:.6g}", passed=math.isfinite(runaway))
+
+
+def _second_layer_claims(records, add) -> None:
+    """The trained read-out (Goldt et al. 2019): the student learns the teacher, first layer
+    and read-out alike."""
+    for setting, result in records:
+        where = (f"erf, K=M={setting['K']}, " + ", ".join(
+            f"{k}={setting[k]}" for k in ("eta", "v_rate", "v_star", "v0"))
+            + f"; T_spec {_value(result, 'T_spec'):.6g}")
+        end, miss = _value(result, "eps_end"), _value(result, "v_miss")
+        add("trained read-out: learns the teacher (K = M, no noise)", 0.0, end, abs(end), where)
+        add("trained read-out: v_i -> v*", setting["v_star"], setting["v_star"] + miss, miss,
+            where)

@@ -13,21 +13,18 @@ regeneration test can compare them with the committed files.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import sympy as sp
 
 from reduced_odes.author import (
+    DerivationDocuments,
     activation,
     assert_same,
     gaussian_expectation,
     mobility_gradient,
     online_sgd_reduction,
-    render_documents,
-    write_documents,
 )
 
-__all__ = ["KERNELS", "export_derivations", "render_derivations"]
+__all__ = ["KERNELS", "DOCUMENTS", "export_derivations"]
 
 _TITLE = "Soft committee machine (online SGD, teacher and student): derivation"
 #: LaTeX longer than this is split into named subexpressions.
@@ -147,25 +144,6 @@ def _named(expr) -> list[tuple[str, str]]:
     return [*named, ("", _latex(reduced))]
 
 
-def render_derivations() -> dict[str, str]:
-    """The Markdown and LaTeX documents, by file name.
-
-    Examples
-    --------
-    >>> docs = render_derivations()  # doctest: +SKIP
-    >>> sorted(docs)  # doctest: +SKIP
-    ['committee_machine.md', 'committee_machine.tex']
-    """
-    return render_documents("committee_machine", _TITLE, _INTRO, _sections(), _named)
-
-
-def export_derivations(directory: str | Path = "derivations") -> list[Path]:
-    """Write the derivation documents into ``directory``; unchanged bytes are not rewritten.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> [p.name for p in export_derivations(tempfile.mkdtemp())]  # doctest: +SKIP
-    ['committee_machine.md', 'committee_machine.tex']
-    """
-    return write_documents(directory, render_derivations())
+#: The derivation documents, rendered at each export; ``DOCUMENTS.export`` is the hook.
+DOCUMENTS = DerivationDocuments("committee_machine", _TITLE, _INTRO, _sections, _named)
+export_derivations = DOCUMENTS.export

@@ -49,8 +49,9 @@ from reduced_odes.author import activation as registered_activation
 
 from .params import ACTIVATIONS as MODEL_ACTIVATIONS
 
-__all__ = ["ACTIVATIONS", "BACKENDS", "METHODS", "SGDRun",
-           "generalisation_error", "initial_weights", "sgd_steps", "train"]
+__all__ = ["ACTIVATIONS", "BACKENDS", "METHODS", "SGDRun", "SecondLayerRun",
+           "generalisation_error", "initial_weights", "readout_error", "sgd_steps", "train",
+           "train_second_layer"]
 
 #: Every activation of the model: ``g`` and ``g'`` are the registry's numeric forms
 #: (:func:`~reduced_odes.author.activation`), the numba kernels compile its ``math`` source.
@@ -588,3 +589,78 @@ class _OverlapState:
             half_sq = 0.5 * (g(u[:, M:]).sum(1) - g(u[:, :M]).sum(1)) ** 2
             out.append((half_sq.mean(), half_sq.std(ddof=1) / math.sqrt(size)))
         return np.array(out)
+
+
+# -- a trained second layer (Goldt et al. 2019) ----------------------------------------------
+
+def readout_error(activation: str, Q, R, v, v_star: float) -> np.ndarray:
+    """``ε_g = ½ E[(Σ_i v_i g(λ_i) − v* Σ_n g(ν_n))²]`` (``T = I``, noise excluded) from the
+    overlaps ``Q (..., K, K)``, ``R (..., K, M)`` and read-out ``v (..., K)``, exactly.
+
+    Examples
+    --------
+    >>> Q, R = np.eye(2), np.eye(2)
+    >>> float(readout_error("erf", Q, R, np.ones(2), 1.0)), float(readout_error(
+    ...     "linear", Q[:1, :1], R[:1, :1], np.array([0.5]), 1.0))
+    (0.0, 0.125)
+    """
+    Q, R, v = (np.asarray(a, float) for a in (Q, R, v))
+    M = R.shape[-1]
+    dq, T = np.diagonal(Q, axis1=-2, axis2=-1), np.eye(M)
+    qq = _pair_kernel(activation, dq[..., :, None], dq[..., None, :], Q)
+    rr = _pair_kernel(activation, dq[..., :, None], np.ones(M), R)
+    tt = _pair_kernel(activation, np.ones((M, 1)), np.ones(M), T)
+    student = np.einsum("...i,...ik,...k->...", v, qq, v)
+    cross = np.einsum("...i,...in->...", v, rr)
+    return 0.5 * (student - 2 * v_star * cross + v_star**2 * float(tt.sum()))
+
+
+@dataclass(frozen=True)
+class SecondLayerRun:
+    """Independent SGD runs with a trained read-out, recorded at ``t (n_times,)``: ``eps_g
+    (seeds, n_times)`` exact from the overlaps and the read-out ``v (seeds, n_times, K)``."""
+
+    t: np.ndarray
+    eps_g: np.ndarray
+    v: np.ndarray
+
+
+def train_second_layer(activation: str, Q0, R0, v0, *, v_star: float, v_rate: float,
+                       N: int, eta: float, noise: float = 0.0, times, seeds: int = 1,
+                       rng_seed: int = 0) -> SecondLayerRun:
+    """Online SGD of ``φ(x) = Σ_i v_i g(λ_i)`` against ``v* Σ_n g(ν_n) + ζ`` (the weights
+    themselves, NumPy): ``w_i += (η/√N) v_i g'(λ_i)(φ* − φ) x``, ``v_i += (v_rate η/N)
+    g(λ_i)(φ* − φ)``, from the overlaps ``(Q0, R0)`` and ``v_i = v0``; ``t = η steps/N``.
+
+    Examples
+    --------
+    >>> run = train_second_layer("erf", [[0.3]], [[0.1]], 0.5, v_star=1.0, v_rate=0.5,
+    ...                          N=50, eta=0.5, times=[0.0, 1.0], seeds=2)
+    >>> run.eps_g.shape, run.v.shape, float(run.v[0, 0, 0])
+    ((2, 2), (2, 2, 1), 0.5)
+    """
+    _check_train(activation, "network", N, eta, noise, seeds, 0)
+    record = _record_steps(times, N, eta)
+    Q0, R0 = np.atleast_2d(np.asarray(Q0, float)), np.atleast_2d(np.asarray(R0, float))
+    starts = [initial_weights(Q0, R0, None, N, _rng(rng_seed, s, _WEIGHTS))
+              for s in range(seeds)]
+    W, B = np.stack([w for w, _ in starts]), np.stack([b for _, b in starts])
+    v = np.full((seeds, Q0.shape[0]), float(v0))
+    inputs, noises = _rng(rng_seed, 0, _INPUTS), _rng(rng_seed, 0, _NOISE)
+    Qs, Rs, vs, done = [], [], [], 0
+    for target in record:
+        for _ in range(int(target) - done):
+            x = inputs.standard_normal((seeds, N))
+            lam = np.einsum("skn,sn->sk", W, x) / math.sqrt(N)
+            nu = np.einsum("smn,sn->sm", B, x) / math.sqrt(N)
+            error = (v_star * _g(activation, nu).sum(-1) - (v * _g(activation, lam)).sum(-1)
+                     + noise * noises.standard_normal(seeds))
+            W += (eta / math.sqrt(N)) * (v * _dg(activation, lam) * error[:, None])[
+                :, :, None] * x[:, None, :]
+            v += (v_rate * eta / N) * _g(activation, lam) * error[:, None]
+        done = int(target)
+        Qs.append(W @ np.swapaxes(W, 1, 2) / N)
+        Rs.append(W @ np.swapaxes(B, 1, 2) / N)
+        vs.append(v.copy())
+    Q, R, v_t = np.stack(Qs, 1), np.stack(Rs, 1), np.stack(vs, 1)
+    return SecondLayerRun(record * eta / N, readout_error(activation, Q, R, v_t, v_star), v_t)

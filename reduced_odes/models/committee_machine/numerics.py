@@ -34,8 +34,9 @@ from reduced_odes.author import Continuation, Flow, classify, continue_branch, n
 from .params import CommitteeParams
 
 __all__ = ["FixedPoint", "SymmetricPlateau", "closed_form_plateau", "eta_max_by_continuation",
-           "largest_learning_rate", "plateau_by_newton", "specialised_point",
-           "symmetric_plateau", "system_for", "unspecialised_fixed_point"]
+           "largest_learning_rate", "plateau_by_newton", "plateau_fold", "runaway_time",
+           "specialised_point", "symmetric_fold", "symmetric_plateau", "system_for",
+           "unspecialised_fixed_point"]
 
 
 def system_for(params: CommitteeParams, variant: str):
@@ -175,8 +176,7 @@ def specialised_point(params: CommitteeParams, variant: str,
     perfect student ``Q = I``, ``R = I``, which is exact for a noise-free ``K = M`` pair)."""
     system, args = system_for(params, variant), _args(params)
     if start is None:
-        start = np.array([float(name.split("_")[1] == name.split("_")[2])
-                          for name in system.state_names])
+        start = _perfect(system)
     polished = root(lambda y: system.rhs(0.0, y, *args), start, jac=lambda y: system.jac(
         0.0, y, *args), method="hybr", options={"xtol": 1e-15})
     return _fixed_point(params, variant, polished.x)
@@ -186,14 +186,35 @@ def largest_learning_rate(K: int, variant: str = "erf", hi: float = 8.0) -> floa
     """The largest ``eta`` at which a noise-free ``K = M`` student converges to its teacher:
     where the perfect fixed point's largest eigenvalue crosses zero (bisection to 1e-12).
 
+    The perfect student (``Q = R = I``) is a fixed point at every ``eta`` (every error
+    vanishes there); Newton polishes it against round-off.  Near the crossing the Jacobian is
+    singular and Newton can step out of the overlaps' domain: then the exact point is read.
+
+    Raises
+    ------
+    ParameterError
+        For ReLU, whose perfect student lies on its kernels' boundary (they divide by
+        vanishing quantities there; its ``eta_max`` is the plateau's fold,
+        :func:`plateau_fold`), and for an activation whose learning-rate term is not
+        derived at ``K = M`` (numerical kernels: ``K = 1`` only).
+
     Examples
     --------
     >>> eta = largest_learning_rate(2)
     >>> 0 < eta < 10
     True
     """
+    _check_perfect_student(K, variant)
+
     def growth(eta: float) -> float:
-        point = specialised_point(CommitteeParams(K=K, M=K, eta=eta), variant)
+        params = CommitteeParams(K=K, M=K, eta=eta)
+        perfect = _perfect(system_for(params, variant))
+        try:
+            point = specialised_point(params, variant)
+        except (ValueError, ArithmeticError):  # Newton left the domain: a singular Jacobian
+            point = None
+        if point is None or not np.max(np.abs(point.state - perfect)) < PERFECT_DRIFT:
+            point = _fixed_point(params, variant, perfect)
         return float(np.max(point.eigenvalues.real))
 
     if growth(hi) < 0:
@@ -202,6 +223,108 @@ def largest_learning_rate(K: int, variant: str = "erf", hi: float = 8.0) -> floa
     while growth(low / 2) > 0 and low > 1e-6:
         low /= 2
     return brentq(growth, low / 2, low, xtol=1e-12, rtol=1e-12)
+
+
+#: How far Newton may move the perfect student (an exact fixed point up to the rates'
+#: round-off, ~1e-16) before its result is taken for another point (measured: 1.2e-14).
+PERFECT_DRIFT = 1e-8
+
+
+def _perfect(system) -> np.ndarray:
+    """The perfect student ``Q = I``, ``R = I`` in ``system``'s state order."""
+    return np.array([float(name.split("_")[1] == name.split("_")[2])
+                     for name in system.state_names])
+
+
+def _check_perfect_student(K: int, variant: str) -> None:
+    """ParameterError (one line) unless the perfect student's Jacobian can be read."""
+    from reduced_odes import ParameterError
+
+    from .params import CLOSED_FORM, MAX_UNITS
+
+    if not (isinstance(K, int) and 1 <= K <= MAX_UNITS):
+        raise ParameterError(f"K={K!r} must be an integer in [1, {MAX_UNITS}]")
+    if variant == "relu":
+        raise ParameterError("variant='relu' has its perfect student on its kernels' boundary "
+                             "(Q = R = I, where they divide vanishing quantities), so its "
+                             "stability is not read there; allowed: erf, linear (ReLU's "
+                             "eta_max: plateau_fold)")
+    if variant not in CLOSED_FORM and K > 1:
+        raise ParameterError(f"K={K!r} with activation {variant!r}: the learning-rate term "
+                             f"needs four-dimensional numerical kernels; allowed: K = 1, or a "
+                             f"closed-form activation (erf, linear)")
+
+
+def plateau_fold(K: int, variant: str = "relu", start: float = 0.5, to: float = 10.0) -> float:
+    """The largest ``eta`` at which the unspecialised plateau of ``K = M`` exists: where its
+    branch, continued in ``eta`` by the analysis layer (pseudo-arclength, on the derived flow
+    and its exact Jacobian) from ``start``, folds back (a saddle-node with the second,
+    larger-norm symmetric fixed point); inf if it does not fold before ``to``.
+
+    ReLU's ``eta_max``: above the fold no plateau catches the flow from small weights, and
+    the norms grow without bound (ReLU is homogeneous: the learning-rate term, quadratic in
+    the weights' scale, outgrows the gradient's pull); below it the student learns.  The
+    fold is located where an eigenvalue of the Jacobian crosses zero along the branch
+    (bisected on the arc to 1e-12), the largest ``eta`` the branch reaches.
+
+    Raises
+    ------
+    ParameterError
+        For ``K = 1`` (no plateau: the unspecialised point is every state), and for a
+        setting the model refuses at ``start`` (ReLU's learning-rate term: ``K = 2`` only).
+
+    Examples
+    --------
+    >>> round(plateau_fold(2), 9)
+    1.257802103
+    """
+    from reduced_odes import ParameterError
+
+    if K == 1:
+        raise ParameterError("K=1: one student and one teacher have no plateau (the "
+                             "unspecialised point is every state); allowed: K >= 2")
+    params = CommitteeParams(K=K, M=K, eta=start)
+    get_model("committee_machine").check(params, variant)
+    seed = unspecialised_fixed_point(params, variant).state
+    continuation = Continuation(get_model("committee_machine"), params, "eta", variant)
+    # The fold comes within a few steps of the start; the branch then turns back towards
+    # large norms, which it need not be followed into.
+    branch = continue_branch(continuation, seed, start, to, max_steps=FOLD_STEPS)
+    if not any(b["kind"] == "fold" for b in branch.bifurcations):
+        return math.inf
+    return max(branch.values)
+
+
+def runaway_time(params: CommitteeParams, variant: str, bound: float = 1e3,
+                 t_end: float = 2000.0) -> float:
+    """When an overlap of the run from ``params``' start first exceeds ``bound`` in modulus
+    (inf if none does by ``t_end``): the derived flow integrated by SciPy's LSODA, without
+    the model's check, which refuses a setting with no plateau (as above ReLU's fold).
+
+    Examples
+    --------
+    >>> runaway_time(CommitteeParams(eta=0.1), "erf", t_end=50.0)
+    inf
+    """
+    from .params import initial_overlaps, overlap_state
+
+    system, args = system_for(params, variant), _args(params)
+    start = np.array(list(overlap_state(*initial_overlaps(params)).values()))
+
+    def beyond(t: float, y: np.ndarray) -> float:
+        return float(np.max(np.abs(y))) - bound
+
+    beyond.terminal = True  # type: ignore[attr-defined]
+    run = solve_ivp(lambda t, y: system.rhs(t, y, *args), (0.0, t_end), start,
+                    method="LSODA", jac=lambda t, y: system.jac(t, y, *args), rtol=1e-8,
+                    atol=1e-10, events=beyond)
+    crossed = run.t_events[0]
+    return float(crossed[0]) if crossed.size else math.inf
+
+
+#: Continuation steps that reach the plateau's fold from its start (ReLU, K = M = 2: the
+#: fold after 5 steps from eta = 0.5; the branch beyond it is not needed).
+FOLD_STEPS = 12
 
 
 def plateau_by_newton(params: CommitteeParams, variant: str) -> FixedPoint | None:
@@ -231,8 +354,7 @@ def eta_max_by_continuation(K: int, variant: str = "erf", hi: float = 8.0) -> fl
     2.30683
     """
     params = CommitteeParams(K=K, M=K, eta=0.1)
-    perfect = [float(name.split("_")[1] == name.split("_")[2])
-               for name in system_for(params, variant).state_names]
+    perfect = list(_perfect(system_for(params, variant)))
     # The start's system holds all along (its eta > 0 derives the learning-rate term); the
     # model's check of a setting (its plateau must exist) does not concern this branch.
     continuation = Continuation(get_model("committee_machine"), params, "eta", variant)
@@ -245,11 +367,12 @@ def eta_max_by_continuation(K: int, variant: str = "erf", hi: float = 8.0) -> fl
 def _symmetric_flow(variant: str, finite_eta: bool):
     """The unspecialised flow in ``(q, c, r)`` with ``K, M`` as numbers
     (:func:`reduced_odes.author.symmetric_online_sgd`), derived once per activation (cached
-    on disk) and lambdified: ``(rates, jacobian, eps_g, escape_rate)`` of
-    ``(q, c, r, K, M, eta, noise)``."""
+    on disk), as one function of ``(q, c, r, K, M, eta, noise)`` returning ``(rates,
+    jacobian, eps_g, escape_rate)``: ``rates`` and ``(jacobian, eps_g, escape_rate)``, two
+    functions of those numbers."""
     import sympy as sp
 
-    from reduced_odes.author import cached_symbolic, symmetric_online_sgd
+    from reduced_odes.author import cached_symbolic, numerical_function, symmetric_online_sgd
 
     def derive() -> dict:
         s = symmetric_online_sgd(variant, learning_rate_terms=finite_eta)
@@ -260,8 +383,15 @@ def _symmetric_flow(variant: str, finite_eta: bool):
                         f"symmetric-{'eta' if finite_eta else 'flow'}", derive)
     arguments, rates = list(d["arguments"]), sp.Matrix(d["rates"])
     jacobian = rates.jacobian(arguments[:3])
-    return tuple(sp.lambdify(arguments, e, modules="math", cse=True)
-                 for e in (list(rates), jacobian.tolist(), d["loss"], d["escape"]))
+    # Numerical kernels (tanh's, ReLU's orthant terms) by their rules: lambdify prints none.
+    # The rates apart: the flow to the plateau evaluates them alone, thousands of times.
+    at_point = numerical_function(arguments, [*jacobian, d["loss"], d["escape"]])
+
+    def the_rest(*numbers: float) -> tuple[np.ndarray, float, float]:
+        v = at_point(*numbers)
+        return np.reshape(v[:9], (3, 3)), v[9], v[10]
+
+    return numerical_function(arguments, list(rates)), the_rest
 
 
 @dataclass(frozen=True)
@@ -308,7 +438,8 @@ def symmetric_plateau(K: int, M: int, eta: float = 0.0, noise: float = 0.0,
     >>> abs(p.eps_g / closed_form_plateau(1000) - 1) < 1e-9
     True
     """
-    rates, jacobian, loss, escape = _symmetric_flow(variant, eta > 0)
+    _check_symmetric(variant, eta)
+    rates, the_rest = _symmetric_flow(variant, eta > 0)
     numbers = (float(K), float(M), float(eta), float(noise))
     identical = variant != "relu" or K == 1
 
@@ -323,6 +454,74 @@ def symmetric_plateau(K: int, M: int, eta: float = 0.0, noise: float = 0.0,
     flow = solve_ivp(lambda t, z: reduced(z), (0, 1e4), start, method="LSODA", rtol=1e-10,
                      atol=1e-13)
     point = full(root(reduced, flow.y[:, -1], method="hybr", options={"xtol": 1e-15}).x)
-    eigenvalues = np.linalg.eigvals(np.array(jacobian(*point, *numbers), dtype=float))
-    rate = float(escape(*point, *numbers)) if min(K, M) >= 2 else math.nan
-    return SymmetricPlateau(*point, float(loss(*point, *numbers)), eigenvalues, rate)
+    jacobian, loss, escape = the_rest(*point, *numbers)
+    eigenvalues = np.linalg.eigvals(jacobian)
+    rate = float(escape) if min(K, M) >= 2 else math.nan
+    return SymmetricPlateau(*point, float(loss), eigenvalues, rate)
+
+
+def _check_symmetric(variant: str, eta: float) -> None:
+    """ParameterError (one line) for a learning-rate term of numerical four-point kernels."""
+    from reduced_odes import ParameterError
+
+    from .params import CLOSED_FORM
+
+    if eta > 0 and variant not in CLOSED_FORM:
+        raise ParameterError(f"eta={eta!r} with activation {variant!r}: the symmetric flow's "
+                             f"learning-rate term sums four-point kernels of four distinct "
+                             f"fields, numerical in four dimensions; allowed: eta = 0 (the "
+                             f"limit eta -> 0), or a closed-form activation (erf, relu, linear)")
+
+
+def symmetric_fold(K: int, M: int | None = None, variant: str = "relu",
+                   start: float = 0.05) -> float:
+    """The plateau's fold in ``eta`` (ReLU's ``eta_max``, :func:`plateau_fold`) for any ``K``,
+    on the symmetric flow with ``K`` and ``M`` as numbers: the plateau followed in ``eta`` from
+    ``start`` (Newton at each step, halved until it is 1e-4), then the fold solved for
+    directly, the flow's zero together with a singular Jacobian in ``(q, c, r, eta)``.
+    Beyond ``K + M = 4`` the full flow's learning-rate term is refused for ReLU: this is its
+    ``eta_max`` there.
+
+    Examples
+    --------
+    >>> round(symmetric_fold(2), 9)  # doctest: +SKIP
+    1.257802103
+
+    (Skipped in the doctests: the symmetric flow's derivation takes ~10 s; the slow test
+    ``test_relu_eta_max.py`` holds it to :func:`plateau_fold` to 1e-12.)
+    """
+    M = K if M is None else M
+    rates, the_rest = _symmetric_flow(variant, True)
+
+    def safe(function, *values):
+        try:
+            return function(*values)
+        except (ValueError, ZeroDivisionError):  # a Newton step out of the overlaps' domain
+            return None
+
+    def zero(z: np.ndarray, eta: float) -> np.ndarray:
+        value = safe(rates, *z, K, M, eta, 0.0)
+        return np.full(3, 1e6) if value is None else np.array(value)
+
+    def stable(z: np.ndarray, eta: float) -> bool:
+        parts = safe(the_rest, *z, K, M, eta, 0.0)
+        return parts is not None and bool(np.max(np.linalg.eigvals(parts[0]).real) < 0)
+
+    p = symmetric_plateau(K, M, start, 0.0, variant)
+    z, eta, step = np.array([p.q, p.c, p.r]), start, 0.1 * start
+    while step > 1e-4:
+        trial = root(zero, z, args=(eta + step,), method="hybr", options={"xtol": 1e-13})
+        if trial.success and np.max(np.abs(trial.x - z)) < 0.5 and stable(trial.x, eta + step):
+            z, eta, step = trial.x, eta + step, 1.5 * step
+        else:
+            step /= 2
+
+    def extended(x: np.ndarray) -> np.ndarray:
+        parts = safe(the_rest, *x[:3], K, M, x[3], 0.0)
+        det = 1e6 if parts is None else np.linalg.det(parts[0])
+        return np.r_[zero(x[:3], x[3]), det]
+
+    fold = root(extended, np.r_[z, eta], method="hybr", options={"xtol": 1e-14})
+    if not (fold.success or np.max(np.abs(extended(fold.x))) < 1e-10):
+        raise ArithmeticError(f"no fold of the symmetric flow found near eta={eta!r}")
+    return float(fold.x[3])

@@ -1,27 +1,26 @@
 """The derivation documents ``induction_head.md`` and ``induction_head.tex``.
 
-Rendered by the engine's :func:`~reduced_odes.author.render_documents`, as every model's
-are.  The reduced flow and its Jacobian are printed through named subexpressions ``c_k``
-shared by their entries (common subexpression elimination), so the documents stay
-readable.  The bytes depend only on the derivation (no dates, no versions), so a
-regeneration test can compare them with the committed files.
+Declared as a :class:`~reduced_odes.author.DerivationDocuments`, as every model's are.
+The reduced flow and its Jacobian are printed through named subexpressions ``c_k`` shared
+by their entries (common subexpression elimination), so the documents stay readable.  The
+bytes depend only on the derivation (no dates, no versions), so a regeneration test can
+compare them with the committed files.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import sympy as sp
 
-from reduced_odes.author import expect_product, render_documents
+from reduced_odes.author import DerivationDocuments, expect_product
 
 from .declaration import ALPHA, CLOSURES, W_KQ, W_V2, WSTAR, induction_head_readouts
 from .derivation import LOG_STATE, REDUCED_STATE, derive_flow, derive_stage1_flow
 from .losses import derive_stage1_loss
 from .numerics import derive_predictions
 
-__all__ = ["export_derivations", "render_derivations"]
+__all__ = ["DOCUMENTS", "export_derivations"]
 
 _TITLE = "Induction-head model: derivations"
 _INTRO = ("Tokens $x_1..x_L$ are i.i.d. $N(0,1)$ with padding $x_0 = 0$. Stage II: layer 1 "
@@ -157,27 +156,6 @@ def _term_latex(term) -> str:
     return f"\\sum_{{s={lo}}}^{{{hi}}} {_latex(term.weight)} \\cdot {_latex(term.body)}"
 
 
-def render_derivations() -> dict[str, str]:
-    """The Markdown and LaTeX documents, by file name.
-
-    Examples
-    --------
-    >>> docs = render_derivations()  # doctest: +SKIP
-    >>> sorted(docs)  # doctest: +SKIP
-    ['induction_head.md', 'induction_head.tex']
-    """
-    return render_documents("induction_head", _TITLE, _INTRO, _sections(), _named)
-
-
-def export_derivations(directory: str | Path = "derivations") -> list[Path]:
-    """Write the derivation documents into ``directory``; unchanged bytes are not rewritten.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> [p.name for p in export_derivations(tempfile.mkdtemp())]  # doctest: +SKIP
-    ['induction_head.md', 'induction_head.tex']
-    """
-    from reduced_odes.author import write_documents
-
-    return write_documents(directory, render_derivations())
+#: The derivation documents, rendered at each export; ``DOCUMENTS.export`` is the hook.
+DOCUMENTS = DerivationDocuments("induction_head", _TITLE, _INTRO, _sections, _named)
+export_derivations = DOCUMENTS.export

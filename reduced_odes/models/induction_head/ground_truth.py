@@ -20,15 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from reduced_odes.author import (
-    ParameterError,
-    load_grid,
-    process_pool,
-    read_results,
-    run_sweep,
-    versions,
-    write_json,
-)
+from reduced_odes import author as ra
 
 from ._common import cell, json_safe, ratio, reduced_run
 from .sgd_compare import compare_closures, format_markdown, sgd_overlay
@@ -229,31 +221,31 @@ def check_compare_request(*, out: str, estimator: str, L, sigma, wstar, alpha,
     from .params import ModelParams
 
     if estimator not in ("population", "sgd"):
-        raise ParameterError(f"estimator={estimator!r}; allowed: population, sgd")
+        raise ra.ParameterError(f"estimator={estimator!r}; allowed: population, sgd")
     if not 10_000 <= tokens <= 10**10:
-        raise ParameterError(f"tokens={tokens!r} is out of range; allowed: an integer in "
+        raise ra.ParameterError(f"tokens={tokens!r} is out of range; allowed: an integer in "
                              "[10000, 1e10]")
     if not 2 <= samples <= 1000:
-        raise ParameterError(f"samples={samples!r} is out of range; allowed: an integer in "
+        raise ra.ParameterError(f"samples={samples!r} is out of range; allowed: an integer in "
                              "[2, 1000] (error bars need at least 2)")
     target = Path(out)
     if target.exists() and not target.is_dir():
-        raise ParameterError(f"out={out!r} is not a directory")
+        raise ra.ParameterError(f"out={out!r} is not a directory")
     parent = target
     while not parent.exists():
         parent = parent.parent
     if not os.access(parent, os.W_OK):
-        raise ParameterError(f"out={out!r} is not writable")
+        raise ra.ParameterError(f"out={out!r} is not writable")
     if grid is None:
         settings = [{"L": L, "sigma": sigma, "wstar": wstar, "alpha": alpha}]
     else:
         try:
-            settings = load_grid(grid)
+            settings = ra.load_grid(grid)
         except (OSError, ValueError) as exc:
-            raise ParameterError(f"grid={grid!r}: {exc}".splitlines()[0]) from None
+            raise ra.ParameterError(f"grid={grid!r}: {exc}".splitlines()[0]) from None
         for s in settings:
             if unknown := sorted(set(s) - {"L", "sigma", "wstar", "alpha"}):
-                raise ParameterError(f"grid={grid!r}: unknown parameter(s) {unknown}; "
+                raise ra.ParameterError(f"grid={grid!r}: unknown parameter(s) {unknown}; "
                                      "allowed: L, sigma, wstar, alpha")
             s.setdefault("alpha", alpha)
             s.setdefault("L", L), s.setdefault("sigma", sigma), s.setdefault("wstar", wstar)
@@ -295,16 +287,16 @@ def run_compare(*, quick: bool, out, estimator: str = "population", L: int | Non
         points = {k: tuple(dict.fromkeys(s[k] for s in settings)) for k in ("L", "sigma", "wstar")}
         result = compare_closures(quick=quick, alpha=alpha, workers=workers or 2,
                                   **({"grid": points, "modes_at": ()} if one or grid else {}))
-        write_json(out / f"compare-{'quick' if quick else 'full'}.json",
-                   {**result, "versions": versions()})
+        ra.write_json(out / f"compare-{'quick' if quick else 'full'}.json",
+                   {**result, "versions": ra.versions()})
         if not (one or grid):
-            write_json(out / "compare-overlay.json", sgd_overlay())
+            ra.write_json(out / "compare-overlay.json", sgd_overlay())
         return result
     options = {"tokens": tokens, "samples": samples, "nodes": 32, "seed": 0}
     groups = group_by_tables(settings)
     start = time.perf_counter()
     if grid is None:
-        pool = executor or process_pool(workers, samples)
+        pool = executor or ra.process_pool(workers, samples)
         try:
             runs = [population_rows(g["L"], g["wstar"], g["alpha"], g["sigmas"], executor=pool,
                                     **options) for g in groups]
@@ -318,8 +310,8 @@ def run_compare(*, quick: bool, out, estimator: str = "population", L: int | Non
     result = {"rows": [row for run in runs for row in run["rows"]],
               "metadata": {"estimator": "population", "tokens_per_sample": tokens,
                            "samples": samples, "tables": [run["estimator"] for run in runs],
-                           "wall_time_s": time.perf_counter() - start, "versions": versions()}}
-    write_json(out / name, result)
+                           "wall_time_s": time.perf_counter() - start, "versions": ra.versions()}}
+    ra.write_json(out / name, result)
     return json_safe(result)
 
 
@@ -330,11 +322,11 @@ def _population_sweep(groups: list[dict[str, Any]], options: dict[str, Any], pat
 
     tasks = [{**group, **options, "sample": k} for group in groups
              for k in range(options["samples"])]
-    report = run_sweep(tasks, population_sample_task, path, executor=executor,
+    report = ra.run_sweep(tasks, population_sample_task, path, executor=executor,
                        max_workers=None if executor is not None else workers, progress=True,
-                       metadata={"versions": versions()})
+                       metadata={"versions": ra.versions()})
     if report.failed:
-        errors = [r["error"] for r in read_results(path) if "error" in r]
+        errors = [r["error"] for r in ra.read_results(path) if "error" in r]
         raise RuntimeError(f"{report.failed} grid task(s) failed; first: {errors[0]}")
     runs, samples = [], options["samples"]
     for i, group in enumerate(groups):

@@ -7,11 +7,12 @@ SymPy classes that carry their derivative rules).  They live here so that genera
 code, and so a warm start of the integrator, never imports SymPy.
 
 The fused kernels :func:`phi_psi`, :func:`attention` and :func:`attention2`
-return several of these functions at once.  They share every exponential
-between the functions and perform exactly the same floating-point operations
-as the scalar functions, so their results are bitwise identical (checked in
-``tests/test_extremes.py``); the generated right-hand side calls one fused
-kernel instead of four to six scalar functions.
+return several of these functions at once.  The first two share every exponential
+between the functions (:func:`attention2` is :func:`attention` and the scalar second
+derivatives) and perform exactly the same floating-point operations as the scalar
+functions, so their results are bitwise identical (checked in
+``tests/models/induction_head/test_extremes.py``); the generated right-hand side calls
+one fused kernel instead of four to six scalar functions.
 """
 
 from __future__ import annotations
@@ -326,9 +327,10 @@ def d2log_psi(p: float, L: float) -> float:
 
 # --------------------------------------------------------------------------- #
 # Fused kernels: the same operations as the scalar functions above, with the
-# exponentials computed once.  Per term (x, n) = (p, L-1) and (2p, L-2) of
-# D(x, n), with y = n x, the direct regime needs e^{-|x|}, expm1(-|x|),
-# e^{-|y|}, expm1(-|y|); the two expm1 values are also those of phi and psi.
+# exponentials of the values and first derivatives computed once.  Per term
+# (x, n) = (p, L-1) and (2p, L-2) of D(x, n), with y = n x, the direct regime needs
+# e^{-|x|}, expm1(-|x|), e^{-|y|}, expm1(-|y|); the two expm1 values are also those
+# of phi and psi.
 # --------------------------------------------------------------------------- #
 
 
@@ -347,61 +349,11 @@ def phi_psi(p: float, L: float) -> tuple[float, float]:
     return math.exp(n2 * p) * g1, math.exp(2.0 * p) * value
 
 
-def _fused(p: float, L: float, second: bool) -> tuple[float, ...]:
-    L = float(L)
-    n1, n2 = L - 1.0, L - 2.0
-    q = abs(p)
-    if q < _TINY:
-        f_phi, f_psi = 1.0 / n1, n2 / n1**2
-        m1 = big1 = m2 = big2 = 0.0  # unused: |p| < _TINY is always the series regime
-    else:
-        q2 = 2.0 * q
-        m1, big1 = math.expm1(-q), math.expm1(-n1 * q)
-        m2, big2 = math.expm1(-q2), math.expm1(-n2 * q2)
-        g1 = m1 / big1
-        f_phi, f_psi = g1, g1**2 / (m2 / big2)
-        if not p > 0:
-            f_phi, f_psi = math.exp(n2 * p) * g1, math.exp(2.0 * p) * f_psi
-    # Term (p, L-1): ``_d_parts(p, n1)`` and ``_d_prime(p, n1)``.
-    y1 = n1 * p
-    if abs(y1) < _SERIES_RADIUS:
-        c1 = 0.5 * (n1 - 1.0)
-        r1 = p * _horner_p(p * p) - n1 * y1 * _horner_p(y1 * y1)
-        if second:
-            dp1 = _horner_q(p * p) - n1 * n1 * _horner_q(y1 * y1)
-    else:
-        e1, big_e1 = math.exp(-q), math.exp(-abs(y1))
-        direct = e1 / -m1 - n1 * (big_e1 / -big1)
-        c1, r1 = (0.0, direct) if p > 0 else (n1 - 1.0, -direct)
-        if second:
-            dp1 = n1 * n1 * (big_e1 / big1**2) - e1 / m1**2
-    # Term (2p, L-2).
-    x2 = 2 * p
-    y2 = n2 * x2
-    if abs(y2) < _SERIES_RADIUS:
-        c2 = 0.5 * (n2 - 1.0)
-        r2 = x2 * _horner_p(x2 * x2) - n2 * y2 * _horner_p(y2 * y2)
-        if second:
-            dp2 = _horner_q(x2 * x2) - n2 * n2 * _horner_q(y2 * y2)
-    else:
-        e2, big_e2 = math.exp(-abs(x2)), math.exp(-abs(y2))
-        direct = e2 / -m2 - n2 * (big_e2 / -big2)
-        c2, r2 = (0.0, direct) if x2 > 0 else (n2 - 1.0, -direct)
-        if second:
-            dp2 = n2 * n2 * (big_e2 / big2**2) - e2 / m2**2
-    # Sums in the order of ``_dlog`` / ``_d2log`` over ``_phi_terms`` / ``_psi_terms``.
-    d_phi = (0.0 + 1 * c1) + (0.0 + 1 * r1)
-    d_psi = (0.0 + -2 * c2 + 2 * c1) + (0.0 + -2 * r2 + 2 * r1)
-    if not second:
-        return f_phi, f_psi, d_phi, d_psi
-    return f_phi, f_psi, d_phi, d_psi, 0 + 1 * dp1, 0 + -4 * dp2 + 2 * dp1
-
-
 def attention(p: float, L: float, _exp=math.exp, _expm1=math.expm1) -> tuple[float, ...]:
     """``(phi, psi, dlog_phi, dlog_psi)`` at ``(p, L)``, bitwise equal to the scalar functions.
 
-    The right-hand side's kernel: :func:`_fused` without the second derivatives,
-    written out because it runs once per right-hand-side evaluation.
+    The right-hand side's kernel, written out (both terms of ``_dlog``, the exponentials
+    shared with ``phi`` and ``psi``) because it runs once per right-hand-side evaluation.
 
     Examples
     --------
@@ -442,8 +394,22 @@ def attention(p: float, L: float, _exp=math.exp, _expm1=math.expm1) -> tuple[flo
 
 
 def attention2(p: float, L: float) -> tuple[float, float, float, float, float, float]:
-    """:func:`attention` followed by ``d2log_phi, d2log_psi``."""
-    return _fused(p, L, True)
+    """:func:`attention` followed by ``d2log_phi, d2log_psi``, bitwise equal to the scalars.
+
+    The Jacobian's kernel: the second derivatives are the scalar ones (``_d2log``'s sums
+    written out); they share no exponential with :func:`attention`, and the Jacobian is
+    evaluated far less often than the right-hand side.
+
+    Examples
+    --------
+    >>> attention2(0.3, 10)[4:] == (d2log_phi(0.3, 10), d2log_psi(0.3, 10))
+    True
+    """
+    f_phi, f_psi, d_phi, d_psi = attention(p, L)
+    L = float(L)
+    d_prime1 = _d_prime(p, L - 1.0)
+    return (f_phi, f_psi, d_phi, d_psi, 0 + 1 * d_prime1,
+            0 + -4 * _d_prime(2 * p, L - 2.0) + 2 * d_prime1)
 
 
 #: Class name -> numeric implementation, for code generation and ``lambdify``.

@@ -9,31 +9,12 @@ from itertools import product
 
 import numpy as np
 
-from reduced_odes.author import json_safe
+from reduced_odes.author import json_safe, load_tolerances
 
 __all__ = ["TOLERANCES", "claims", "measure", "verify_metadata", "verify_settings"]
 
-#: Tolerances of the spec (section 6), each with its reason.
-TOLERANCES = {
-    "T1": (5e-3, "P1: logistic-curve stage 1, theta ~ 0 neglected"),
-    "theta(T1)": (1e-2, "P2: plateau growth at rate kappa A/4 up to T1"),
-    "plateau loss": (1e-2, "P2: |L((T1+T2)/2) - 1/4|, absolute"),
-    "T2": (1e-2, "P3: slow-manifold quadrature, adiabatic A"),
-    "T3": (2e-2, "P3: slow-manifold quadrature, adiabatic A"),
-    "dT2/dln(1/sigma_att)": (5e-3, "P3: scaling slope 8/kappa"),
-    "dT2/dln(1/sigma)": (5e-3, "P3: scaling slope 4 sqrt2/mu"),
-    "T2 - T1 independent of sigma": (1e-2, "P3: plateau length, O(kappa/mu) correction"),
-    "L(3 T2)": (3e-2, "P5: slow manifold, t >= 3 T2"),
-    "L(30 T2)": (5e-3, "P5: slow manifold, t >= 30 T2"),
-    "2 kappa t ln t L at 100 T2": (0.15, "P5: leading order, log-slow"),
-    "logistic ell(t) on the plateau": (2e-2, "P3: while theta <= 0.03 sig(-A)"),
-    "logistic exponent over [10 T2, 100 T2]": (0.0, "P5: must lie in [1.0, 1.3]"),
-    "order T1 < T2, T1 < T3": (0.0, "P3: logistic has no sharp T2; order only"),
-    "Algorithm 1 stage I": (5e-3, "P6: quadrature at frozen attention"),
-    "Algorithm 1 stage II": (5e-3, "P6: quadrature at frozen neurons"),
-    "Algorithm 1 stage III floor": (1e-3, "P6: square loss cannot pass L*(theta_II)"),
-    "joint T_AI = stage I": (5e-3, "P6: same threshold, attention still ~ 0"),
-}
+#: Tolerances of the spec (section 6), each with its reason (``tolerances.toml``).
+TOLERANCES = load_tolerances(__package__)
 
 BASE = {"mu": 1.0, "kappa": 0.5, "sigma": 1e-2, "sigma_att": 1e-3}
 

@@ -8,9 +8,9 @@ compare them with the committed files.
 
 from __future__ import annotations
 
-from pathlib import Path
+from reduced_odes.author import DerivationDocuments
 
-__all__ = ["export_derivations", "render_derivations"]
+__all__ = ["DOCUMENTS", "export_derivations"]
 
 _TITLE = "Two-mixture classification model (reconstruction of Yang et al.): derivation"
 #: LaTeX longer than this is split into named subexpressions.
@@ -94,29 +94,6 @@ def _named(expr) -> list[tuple[str, str]]:
     return [*named, ("", sp.latex(reduced))]
 
 
-def render_derivations() -> dict[str, str]:
-    """The Markdown and LaTeX documents, by file name.
-
-    Examples
-    --------
-    >>> docs = render_derivations()  # doctest: +SKIP
-    >>> sorted(docs), docs["two_mixture.md"].count("## Loss")  # doctest: +SKIP
-    (['two_mixture.md', 'two_mixture.tex'], 4)
-    """
-    from reduced_odes.author import render_documents
-
-    return render_documents("two_mixture", _TITLE, _INTRO, _sections(), _named)
-
-
-def export_derivations(directory: str | Path = "derivations") -> list[Path]:
-    """Write the derivation documents into ``directory``; unchanged bytes are not rewritten.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> [p.name for p in export_derivations(tempfile.mkdtemp())]  # doctest: +SKIP
-    ['two_mixture.md', 'two_mixture.tex']
-    """
-    from reduced_odes.author import write_documents
-
-    return write_documents(directory, render_derivations())
+#: The derivation documents, rendered at each export; ``DOCUMENTS.export`` is the hook.
+DOCUMENTS = DerivationDocuments("two_mixture", _TITLE, _INTRO, _sections, _named)
+export_derivations = DOCUMENTS.export

@@ -9,14 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from reduced_odes.author import (
-    ParameterError,
-    Parameters,
-    choice,
-    integer,
-    interval,
-    parameter,
-)
+from reduced_odes.author import ParameterError, Parameters, choice, integer, interval, parameter
 
 __all__ = ["LOSSES", "TwoMixtureParams", "initial_theta"]
 

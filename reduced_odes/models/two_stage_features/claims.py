@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from reduced_odes.author import json_safe
+from reduced_odes.author import json_safe, load_tolerances
 
 from .params import TwoStageParams
 
@@ -33,28 +33,8 @@ ESTIMATE_POINTS = 201
 #: of (A, B) with the value's term of G_AA kept (section 6.5); the spec's typed 6.7 drops it.
 LAG_CLAIM = "adiabatic lag / derived estimate (6.7 with G_AA of 6.5) in [0.7, 1]"
 
-#: name -> (tolerance, reason).
-TOLERANCES = {
-    "T_P composite (6.4)": (5e-3, "composite neglects b in Stage I: O(kappa), shrinks with sigma"),
-    "T_Q, T_cross composite (6.4)": (5e-3, "composite neglects the O(kappa) lag of A in Stage II"),
-    "fixed value: exact stage times (6.6)": (1e-6, "exact solution; solver rtol 1e-10"),
-    "B/B* at T_P(0.99)": (2e-3, "semantics not started: O(sigma^{2(1-kappa)})"),
-    "plateau v, a vs v1, a1 (6.2)": (1e-3, "b and the O(sigma^2) start neglected (sigma <= 1e-4)"),
-    "plateau loss L_P,min + pi_Q/2": (1e-3, "same neglect as the plateau state"),
-    "plateau length (6.4)": (5e-3, "difference of two composite times, each within 0.5%"),
-    "slope dT/d ln(1/sigma^2) (6.3)": (1e-4, "remaining sigma-dependence O(sigma^{2(1-kappa)})"),
-    "preservation: max L_P excess ratio after T_P(0.99)": (2e-3, "adiabatic lag O(kappa)"),
-    LAG_CLAIM: (0.15, "the quasi-static estimate errs high by O(kappa): ratio in [0.7, 1]"),
-    "final v, a, b (6.2)": (1e-6, "run continues past the 1e-10 settling"),
-    "late rate -2 nu_- (6.5)": (1e-2, "fit window [2, 8]/nu_- still carries the nu_+ mode"),
-    "S3 final ratio b_inf/a_inf": (1e-6, "follows from the final values"),
-    "S3 ordering after T_cross": (0.0, "b >= a must hold at every output time after T_cross"),
-    "S4 a_inf = a1 v1/v_inf": (1e-6, "follows from A = A* on both sides"),
-    "order T_P < T_cross, T_Q": (0.0, "a strict ordering"),
-    "linear control: b never grows": (0.0, "dL_Q/db >= 0 exactly"),
-    "S5 ablation: zeroed block at pi/2, other block unchanged": (
-        1e-12, "each loss block depends on its own eigenvalue only: exact up to rounding"),
-}
+#: name -> (tolerance, reason), in the order of the verdict table (``tolerances.toml``).
+TOLERANCES = load_tolerances(__package__)
 
 
 def _setting(grid_row: dict, variant: str = "relu") -> dict:

@@ -6,9 +6,9 @@ compare them with the committed files.
 
 from __future__ import annotations
 
-from pathlib import Path
+from reduced_odes.author import DerivationDocuments
 
-__all__ = ["export_derivations", "render_derivations"]
+__all__ = ["DOCUMENTS", "export_derivations"]
 
 _TITLE = "Two-stage feature model (reconstruction of Gong et al.): derivation"
 _INTRO = ("A labelled reconstruction, not the paper's model. Every line below is derived by "
@@ -58,22 +58,7 @@ def _named(expr) -> list[tuple[str, str]]:
     return [("", sp.latex(expr))]
 
 
-def render_derivations() -> dict[str, str]:
-    """The Markdown and LaTeX documents, by file name.
-
-    Examples
-    --------
-    >>> sorted(render_derivations())  # doctest: +SKIP
-    ['two_stage_features.md', 'two_stage_features.tex']
-    """
-    from reduced_odes.author import render_documents
-
-    return render_documents("two_stage_features", _TITLE, _INTRO, _sections(), _named,
-                            intro_in_latex=False)
-
-
-def export_derivations(directory: str | Path = "derivations") -> list[Path]:
-    """Write the derivation documents into ``directory``; unchanged bytes are not rewritten."""
-    from reduced_odes.author import write_documents
-
-    return write_documents(directory, render_derivations())
+#: The derivation documents, rendered at each export; ``DOCUMENTS.export`` is the hook.
+DOCUMENTS = DerivationDocuments("two_stage_features", _TITLE, _INTRO, _sections, _named,
+                                intro_in_latex=False)
+export_derivations = DOCUMENTS.export

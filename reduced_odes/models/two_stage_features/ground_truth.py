@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from reduced_odes.author import process_pool, t_interval, versions, write_json
+from reduced_odes.author import load_tolerances, process_pool, t_interval, versions, write_json
 
 from .params import TwoStageParams
 
@@ -29,12 +29,8 @@ SIGMAS = (1e-2, 1e-3)
 SEEDS = {True: 3, False: 10}
 #: Run length, in units of the ODE's T_Q@0.99: past saturation; the random start is late.
 LENGTH = {"aligned": 1.05, "perturbed": 1.05, "random": 1.25}
-#: name -> (tolerance, reason).
-TOLERANCES = {
-    "stage time": (0.02, "spec 7.8: SGD follows the flow up to lr and batch noise"),
-    "trajectory": (0.05, "spec 7.8: max deviation of a, b, v within 5% of its range"),
-    "sigma shift of T_Q": (0.05, "difference of two stage times, each within 2% of ~2x the shift"),
-}
+#: name -> (tolerance, reason) (``tolerances.toml``, table ``compare``).
+TOLERANCES = load_tolerances(__package__, "compare")
 STAGES = ("T_P", "T_Q", "T_cross")
 
 

@@ -11,14 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from reduced_odes.author import (
-    ParameterError,
-    Parameters,
-    flag,
-    integer,
-    interval,
-    parameter,
-)
+from reduced_odes.author import ParameterError, Parameters, flag, integer, interval, parameter
 
 __all__ = ["ACTIVATIONS", "TwoStageParams", "TwoStageThresholds"]
 

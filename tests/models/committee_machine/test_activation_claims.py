@@ -25,7 +25,7 @@ def test_the_new_claims_are_on_the_full_grid_only():
     extra = [s for s in full if s["kind"].startswith("activation_")]
     assert {(s["variant"], s["kind"]) for s in extra} == {
         ("tanh", "activation_plateau"), ("relu", "activation_plateau"),
-        ("tanh", "activation_noise")}
+        ("tanh", "activation_noise"), ("relu", "activation_eta_max")}
     assert all(s["K"] > s["M"] for s in extra if s["kind"] == "activation_noise")
     assert "activation_plateau" not in GRIDS["default"]
 

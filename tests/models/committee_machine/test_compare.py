@@ -20,6 +20,8 @@ def test_sgd_agrees_with_the_ode_and_fails_above_the_largest_eta(tmp_path):
                                                         entry["method"], what, entry[what])
     assert {e["activation"] for e in result["agreement"]} == {"erf", "tanh", "relu"}
     assert result["above_largest_eta"]["both_fail"]
+    # The trained read-out (K = M = 2): eps_g at t = 1, 2, 4 inside the widened interval.
+    assert all(row["inside"] for row in result["second_layer"]), result["second_layer"]
     assert "| erf, N=500, eta=0.1, overlaps | T_escape |" in model.format_compare(result)
     assert (tmp_path / "compare-committee_machine.json").exists()
 

@@ -57,8 +57,10 @@ def test_the_learnt_state_on_the_edge_of_realisable_overlaps_is_a_start():
 
 
 # -- defect 13: one student, one teacher -------------------------------------------------
-@pytest.mark.parametrize("backend", ["python", pytest.param("numba", marks=pytest.mark.skipif(
-    not native_available(), reason="needs numba"))])
+#: The phases are the model's hook's, the same on both backends; the numba run (a twin of
+#: its own, ~15 s of compile) is the slow run's.
+@pytest.mark.parametrize("backend", ["python", pytest.param("numba", marks=[
+    pytest.mark.skipif(not native_available(), reason="needs numba"), pytest.mark.slow])])
 def test_one_student_and_one_teacher_read_no_plateau_phases(backend, request):
     if backend == "numba":
         request.getfixturevalue("lasting_cache")  # the twin compiled once, not every session

@@ -21,8 +21,9 @@ Output bytes carry no timestamps, so redrawing from the same data gives the same
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
+
+from reduced_odes.author import DataFigures
 
 from .data import DATA_FILES, write_data
 from .draw import plot_escape, plot_eta, plot_noise, plot_plateau
@@ -48,15 +49,6 @@ def figure_data(data: str | Path) -> list[Path]:
     return write_data(Path(data))
 
 
-def draw_figures(out: str | Path, data: str | Path,
-                 formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
-    """Draw every figure into ``out`` from the files in ``data``, computing only missing files.
-
-    Examples
-    --------
-    >>> draw_figures("figures/committee_machine",
-    ...              "figures/data/committee_machine")  # doctest: +SKIP
-    """
-    from reduced_odes.author import draw_from_data
-
-    return draw_from_data(FIGURES, out, data, formats, "committee_machine", write_data)
+#: The figures, drawn from the data files (a missing one computed first);
+#: ``draw_figures`` is the ``figures`` hook.
+draw_figures = DataFigures("committee_machine", FIGURES, write_data).draw

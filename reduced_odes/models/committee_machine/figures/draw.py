@@ -13,21 +13,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from reduced_odes.author import (
-    OKABE_ITO,
-    SERIES,
-    as_array,
-    house_style,
-    log_time_axis,
-    new_figure,
-    sci,
-    shade_spans,
-)
+from reduced_odes import author as ra
 
 __all__ = ["PHASE_NAMES", "TIME", "plot_escape", "plot_eta", "plot_noise", "plot_plateau"]
 
-LOSS, Q_COLOUR, R_COLOUR = OKABE_ITO["black"], OKABE_ITO["blue"], OKABE_ITO["vermillion"]
-PREDICTED = OKABE_ITO["bluish_green"]
+LOSS, Q_COLOUR, R_COLOUR = ra.OKABE_ITO["black"], ra.OKABE_ITO["blue"], ra.OKABE_ITO["vermillion"]
+PREDICTED = ra.OKABE_ITO["bluish_green"]
 #: The stages shaded in ``plateau``: before the plateau, on it, after the escape.
 PHASE_NAMES = ("approach", "plateau", "specialisation")
 #: Online SGD's clock.
@@ -37,7 +28,7 @@ _MARK = {"lw": 0.7, "ls": ":", "color": "0.35", "zorder": 2}
 
 def _positive(values) -> np.ndarray:
     """A data file's ``eps_g`` for a log axis: zeros (below the data's floor) as NaN."""
-    values = as_array(values)
+    values = ra.as_array(values)
     return np.where(values > 0, values, math.nan)
 
 
@@ -46,12 +37,12 @@ def _setting(params: Mapping, *names: str) -> str:
     parts = []
     for name in names:
         value = params[name]
-        shown = sci(value) if name == "asymmetry" else f"{value:g}"
+        shown = ra.sci(value) if name == "asymmetry" else f"{value:g}"
         parts.append(f"${symbols[name]}={shown}$")
     return ", ".join(parts)
 
 
-@house_style
+@ra.house_style
 def plot_plateau(doc: Mapping):
     """``plateau``: ``eps_g(t)`` with the plateau ``eps*`` of the unspecialised fixed point
     (top) and the overlaps ``Q_ik``, ``R_in`` with their plateau values (bottom); the
@@ -64,8 +55,8 @@ def plot_plateau(doc: Mapping):
     (2, 'log')
     """
     s, ph, plateau = doc["series"], doc["phases"], doc["plateau"]
-    t = as_array(s["t"])
-    fig, (ax, bx) = new_figure(3.8, 2, sharex=True, heights=[1.1, 1.0])
+    t = ra.as_array(s["t"])
+    fig, (ax, bx) = ra.new_figure(3.8, 2, sharex=True, heights=[1.1, 1.0])
     ax.set_yscale("log")
     ax.plot(t, _positive(s["eps_g"]), color=LOSS, label=r"$\epsilon_g$", zorder=3)
     ax.axhline(plateau["eps_p"], color=PREDICTED, ls="--", lw=0.9, zorder=2,
@@ -80,7 +71,7 @@ def plot_plateau(doc: Mapping):
                 ("R_1_1", R_COLOUR, "-", r"$R_{11}=R_{22}$"),
                 ("R_1_2", R_COLOUR, "--", r"$R_{12}=R_{21}$"))
     for name, colour, ls, label in overlaps:
-        bx.plot(t, as_array(s[name]), color=colour, ls=ls, label=label, zorder=3)
+        bx.plot(t, ra.as_array(s[name]), color=colour, ls=ls, label=label, zorder=3)
     for name, colour in (("Q_1_1", Q_COLOUR), ("R_1_1", R_COLOUR)):
         bx.axhline(plateau["state"][name], color=colour, lw=0.6, ls=":", zorder=2)
     bx.set_ylim(-0.05, 1.1)
@@ -88,14 +79,14 @@ def plot_plateau(doc: Mapping):
     bx.legend(loc="upper left", ncols=2, title="dotted: plateau values", title_fontsize=6.0)
     edges = [t[0], ph["T_plateau"], ph["T_escape"], t[-1]]
     for k, axis in enumerate((ax, bx)):
-        log_time_axis(axis, t[0], t[-1])
-        shade_spans(axis, edges, PHASE_NAMES, labels=k == 0)
+        ra.log_time_axis(axis, t[0], t[-1])
+        ra.shade_spans(axis, edges, PHASE_NAMES, labels=k == 0)
         axis.axvline(ph["T_spec"], **_MARK)
     bx.set_xlabel(TIME + r"; dotted: $T_{spec}$")
     return fig
 
 
-@house_style
+@ra.house_style
 def plot_escape(doc: Mapping):
     """``escape``: ``T_escape`` against ``ln(1/a)`` with the line of slope ``1/lambda``
     through the smallest asymmetry (top; no fit), and the local slopes
@@ -107,9 +98,9 @@ def plot_escape(doc: Mapping):
     >>> len(fig.axes)
     2
     """
-    x, T = as_array(doc["x"]), as_array(doc["T_escape"])
+    x, T = ra.as_array(doc["x"]), ra.as_array(doc["T_escape"])
     slope = doc["slope"]
-    fig, (ax, bx) = new_figure(3.6, 2, sharex=True, heights=[1.3, 1.0])
+    fig, (ax, bx) = ra.new_figure(3.6, 2, sharex=True, heights=[1.3, 1.0])
     line = np.linspace(x.min() - 0.5, x.max() + 0.5, 2)
     ax.plot(line, T[-1] + slope * (line - x[-1]), color=PREDICTED, ls="--", lw=0.9, zorder=2,
             label=fr"slope $1/\lambda={slope:.4g}$ through the last point")
@@ -122,7 +113,7 @@ def plot_escape(doc: Mapping):
     local = doc["local"]
     bx.axhline(slope, color=PREDICTED, ls="--", lw=0.9, label=fr"$1/\lambda={slope:.4g}$",
                zorder=2)
-    bx.plot(as_array(local["x"]), as_array(local["slope"]), "s-", color=LOSS, mfc="white",
+    bx.plot(ra.as_array(local["x"]), ra.as_array(local["slope"]), "s-", color=LOSS, mfc="white",
             mew=0.9, lw=0.7, label="local slope between neighbours", zorder=3)
     for xm, value in zip(local["x"], local["slope"], strict=True):
         bx.annotate(f"{value:.4g}", (xm, value), textcoords="offset points", xytext=(0, 4),
@@ -138,7 +129,7 @@ def plot_escape(doc: Mapping):
     return fig
 
 
-@house_style
+@ra.house_style
 def plot_eta(doc: Mapping):
     """``eta``: ``eps_g(t)`` at several learning rates with each plateau ``eps_p(eta)``
     dashed and a run above the largest learning rate, which fails (top); the plateau
@@ -150,17 +141,17 @@ def plot_eta(doc: Mapping):
     >>> len(fig.axes), fig.axes[0].get_yscale()
     (2, 'log')
     """
-    fig, (ax, bx) = new_figure(4.0, 2, heights=[1.3, 1.0])
+    fig, (ax, bx) = ra.new_figure(4.0, 2, heights=[1.3, 1.0])
     ax.set_yscale("log")
     runs, above = doc["runs"], doc["above"]
     t_all = [t for run in (*runs, above) for t in (run["series"]["t"][0], run["series"]["t"][-1])]
-    for run, (colour, marker) in zip(runs, SERIES, strict=False):
-        t = as_array(run["series"]["t"])
+    for run, (colour, marker) in zip(runs, ra.SERIES, strict=False):
+        t = ra.as_array(run["series"]["t"])
         ax.plot(t, _positive(run["series"]["eps_g"]), color=colour,
                 label=fr"$\eta={run['eta']:g}$", zorder=3)
         ax.axhline(run["eps_p"], color=colour, ls="--", lw=0.7, zorder=2)
         bx.plot(run["eta"], run["eps_p"], marker, color=colour, mfc="white", mew=0.9, zorder=4)
-    ax.plot(as_array(above["series"]["t"]), _positive(above["series"]["eps_g"]), color="0.45",
+    ax.plot(ra.as_array(above["series"]["t"]), _positive(above["series"]["eps_g"]), color="0.45",
             ls=":", lw=1.2, zorder=3,
             label=fr"$\eta={above['eta']:.3g}={above['factor']:g}\,\eta_{{max}}$: fails, "
                   fr"$\epsilon_g\to{above['eps_end']:.3g}$")
@@ -168,11 +159,11 @@ def plot_eta(doc: Mapping):
     ax.set_ylabel(r"$\epsilon_g$")
     ax.legend(loc="lower left", ncols=2, title=r"dashed: plateau $\epsilon_p(\eta)$",
               title_fontsize=6.0)
-    log_time_axis(ax, min(t_all), max(t_all))
+    ra.log_time_axis(ax, min(t_all), max(t_all))
     ax.set_xlabel(TIME)
     ax.set_title(f"erf, {_setting(doc['params'], 'K', 'M', 'asymmetry')}")
     curve, eta_max = doc["curve"], doc["eta_max"]
-    bx.plot(as_array(curve["eta"]), as_array(curve["eps_p"]), color=PREDICTED, zorder=3,
+    bx.plot(ra.as_array(curve["eta"]), ra.as_array(curve["eps_p"]), color=PREDICTED, zorder=3,
             label=r"plateau $\epsilon_p(\eta)$ (unspecialised fixed point)")
     bx.axvline(eta_max, color="0.35", ls=":", lw=0.9, zorder=2)
     bx.text(eta_max, 0.12, fr"$\eta_{{max}}={eta_max:.4g}$ " + "\n(the perfect student\n"
@@ -186,7 +177,7 @@ def plot_eta(doc: Mapping):
     return fig
 
 
-@house_style
+@ra.house_style
 def plot_noise(doc: Mapping):
     """``noise``: ``eps_g(t)`` of ``K`` students learning one noisy teacher, with the
     asymptotic ``eps_g`` of the fixed point each run settles at (dashed); a run that
@@ -198,11 +189,11 @@ def plot_noise(doc: Mapping):
     >>> fig.axes[0].get_yscale()
     'log'
     """
-    fig, (ax,) = new_figure(2.8, 1)
+    fig, (ax,) = ra.new_figure(2.8, 1)
     ax.set_yscale("log")
     notes = []
-    for run, (colour, _) in zip(doc["runs"], SERIES, strict=False):
-        t = as_array(run["series"]["t"])
+    for run, (colour, _) in zip(doc["runs"], ra.SERIES, strict=False):
+        t = ra.as_array(run["series"]["t"])
         ax.plot(t, _positive(run["series"]["eps_g"]), color=colour, label=f"$K={run['K']}$",
                 zorder=3)
         point = run["fixed_point"]
@@ -212,8 +203,8 @@ def plot_noise(doc: Mapping):
                         textcoords="offset points", xytext=(2, 2), fontsize=5.5, color=colour)
         else:
             notes.append(_no_fixed_point(run))
-    t = as_array(doc["runs"][0]["series"]["t"])
-    log_time_axis(ax, t[0], t[-1])
+    t = ra.as_array(doc["runs"][0]["series"]["t"])
+    ra.log_time_axis(ax, t[0], t[-1])
     ax.set_ylim(1e-3, 1.0)
     ax.set_xlabel(TIME)
     ax.set_ylabel(r"$\epsilon_g$")

@@ -12,52 +12,43 @@ from reduced_odes import __version__
 from reduced_odes.author import (
     FORMATS,
     OKABE_ITO,
-    SERIES,
     SHADES,
-    STYLE,
-    log_time_axis,
-    log_x,
-    new_figure,
     save_each_format,
     sci,
 )
 
 #: One colour per mechanism, in every figure.
 MECHANISM_COLOURS = {"4-gram": OKABE_ITO["blue"], "induction head": OKABE_ITO["vermillion"]}
-_G4, _IH = MECHANISM_COLOURS["4-gram"], MECHANISM_COLOURS["induction head"]
-_SERIES = SERIES
-_PHASE_SHADES = SHADES
+G4, IH = MECHANISM_COLOURS["4-gram"], MECHANISM_COLOURS["induction head"]
 PHASE_NAMES = ("partial learning", "plateau", "emergence", "convergence")
-_STYLE = STYLE
-_new_figure, _sci, _log_time_axis, _log_x = new_figure, sci, log_time_axis, log_x
-_TIME = "t (gradient-flow time)"
-_LG4, _LIH = r"$L_{\mathrm{G4}}$", r"$L_{\mathrm{IH}}$"
+TIME = "t (gradient-flow time)"
+LG4, LIH = r"$L_{\mathrm{G4}}$", r"$L_{\mathrm{IH}}$"
 #: Phase-IV display: L_IH below this fraction of its plateau is cancellation noise.
-_NOISE_FLOOR = 1e-13
+NOISE_FLOOR = 1e-13
 #: The predicted phase-IV slope is anchored where L_IH/plateau equals this (the
 #: log-midpoint of verify's fit window [1e-10, 1e-6]).
-_ANCHOR_RATIO = 1e-8
+ANCHOR_RATIO = 1e-8
 
 
-def _params_text(p: Mapping) -> str:
+def params_text(p: Mapping) -> str:
     return (fr"$L={p['L']:g}$, $\alpha={p['alpha']:g}$, $w^*={p['wstar']:g}$, "
-            fr"$\sigma={_sci(p['sigma'])}$")
+            fr"$\sigma={sci(p['sigma'])}$")
 
 
-def _series(record: Mapping) -> dict[str, np.ndarray]:
+def series_of(record: Mapping) -> dict[str, np.ndarray]:
     s = record["series"]
     out = {k: np.array([np.nan if v is None else v for v in s[k]], dtype=float) for k in s}
     out["w_kq"] = np.exp(out["log_w_kq"])  # finite even where w_kq underflows
     return out
 
 
-def _phases(record: Mapping) -> dict[str, float]:
+def phases_of(record: Mapping) -> dict[str, float]:
     return {k: (math.nan if v is None else float(v)) for k, v in record["phases"].items()}
 
 
-def _meta(fig, name: str, closure: str | None, params: Mapping | None, extra: str = "",
-          versions: Mapping | None = None, solver: Mapping | None = None,
-          data: Sequence[str] = ()) -> None:
+def meta(fig, name: str, closure: str | None, params: Mapping | None, extra: str = "",
+         versions: Mapping | None = None, solver: Mapping | None = None,
+         data: Sequence[str] = ()) -> None:
     """Attach the metadata strings (subject, keywords) that :func:`save_each` stamps in."""
     subject = f"reduced-odes {__version__} figure '{name}'"
     if closure:
@@ -81,8 +72,8 @@ def _meta(fig, name: str, closure: str | None, params: Mapping | None, extra: st
     fig._reduced_odes_meta = {"title": name, "subject": subject, "keywords": keywords}
 
 
-def _shade_phases(ax, phases: Mapping[str, float], t_lo: float, t_hi: float,
-                  labels: bool) -> bool:
+def shade_phases(ax, phases: Mapping[str, float], t_lo: float, t_hi: float,
+                 labels: bool) -> bool:
     """Shade phases I-IV on a log-time axis; label them (name inside the band if it fits).
 
     The bands are consecutive: a boundary earlier than the one before it (the
@@ -100,7 +91,7 @@ def _shade_phases(ax, phases: Mapping[str, float], t_lo: float, t_hi: float,
         a, b = edges[k], edges[k + 1]
         if not (math.isfinite(a) and math.isfinite(b)) or b <= a:
             continue
-        ax.axvspan(a, b, color=_PHASE_SHADES[k], lw=0, zorder=0)
+        ax.axvspan(a, b, color=SHADES[k], lw=0, zorder=0)
         if not labels:
             continue
         width = math.log(b / a) / span

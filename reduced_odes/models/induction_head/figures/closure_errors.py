@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from reduced_odes import author as ra
 from reduced_odes.author import ParameterError
 
-from ._style import _SERIES, _STYLE, _log_x, _meta, _new_figure, _sci
+from . import _style as style
 from .closures import _CLOSURE_STYLE
 
 #: The table ``reduced-odes compare --grid FILE`` writes (optional: never created here).
@@ -96,7 +97,7 @@ def _legend(fig, closures: Sequence[str], colours: Mapping, markers: Mapping) ->
     columns = [
         [(Line2D([], [], color=c, lw=1.1), fr"$w^*={w:g}$") for w, c in colours.items()],
         [(Line2D([], [], color="0.3", lw=0.9, **_CLOSURE_STYLE[c]), c) for c in closures],
-        [(Line2D([], [], ls="none", color="0.3", marker=m, ms=4.0), fr"$\sigma={_sci(s)}$")
+        [(Line2D([], [], ls="none", color="0.3", marker=m, ms=4.0), fr"$\sigma={ra.sci(s)}$")
          for s, m in markers.items()],
     ]
     depth = max(len(col) for col in columns)
@@ -156,14 +157,15 @@ def plot_closure_errors(doc: Mapping):
     used = {**points["T_em"], **points["window"]}  # both panels share the encodings
     lengths = sorted({p[0] for pts in used.values() for p in pts})
     sigmas = sorted({k[2] for k in used}, reverse=True)
-    colours = {w: _SERIES[i % len(_SERIES)][0] for i, w in enumerate(sorted({k[1] for k in used}))}
-    markers = {s: _SERIES[i % len(_SERIES)][1] for i, s in enumerate(sigmas)}
+    wstars = sorted({k[1] for k in used})
+    colours = {w: ra.SERIES[i % len(ra.SERIES)][0] for i, w in enumerate(wstars)}
+    markers = {s: ra.SERIES[i % len(ra.SERIES)][1] for i, s in enumerate(sigmas)}
     dodge = {s: _SIGMA_DODGE ** (i - (len(sigmas) - 1) / 2) for i, s in enumerate(sigmas)}
     closures = [c for c in _CLOSURE_STYLE if any(k[0] == c for k in used)]
     left_out = sum(bool(r["exact"].get("window_is_T_III")) for r in rows)
     alphas = sorted({float(r["alpha"]) for r in rows if "alpha" in r})
-    with matplotlib.rc_context(_STYLE):
-        fig, axes = _new_figure(4.6, 2, sharex=True)
+    with matplotlib.rc_context(ra.STYLE):
+        fig, axes = ra.new_figure(4.6, 2, sharex=True)
         for ax, (quantity, ylabel, title) in zip(axes, _PANELS, strict=True):
             _draw_panel(ax, points[quantity], colours, markers, dodge)
             ax.set_ylabel(ylabel)
@@ -172,12 +174,12 @@ def plot_closure_errors(doc: Mapping):
             axes[1].set_title(_PANELS[1][2] + f"\n({left_out} setting{'s' * (left_out > 1)} "
                               r"with $T_{\mathrm{II}}=0$ left out: window = $T_{\mathrm{III}}$)",
                               loc="left")
-        _log_x(axes[1], min(lengths) / 1.6, max(lengths) * 1.6)
+        ra.log_x(axes[1], min(lengths) / 1.6, max(lengths) * 1.6)
         axes[1].set_xlabel(r"sequence length $L$ (tokens)")
         _legend(fig, closures, colours, markers)
         fig.suptitle(_subtitle(doc, alphas))
     versions = (doc.get("metadata") or {}).get("versions")
-    _meta(fig, "closure_errors", ",".join(closures), None,
-          f"alpha in {alphas}, L in {lengths}, sigma in {sigmas}, "
-          f"wstar in {sorted(colours)}, window left out at {left_out} settings", versions)
+    style.meta(fig, "closure_errors", ",".join(closures), None,
+               f"alpha in {alphas}, L in {lengths}, sigma in {sigmas}, "
+               f"wstar in {sorted(colours)}, window left out at {left_out} settings", versions)
     return fig

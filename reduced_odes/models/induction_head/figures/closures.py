@@ -8,7 +8,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._style import _IH, _LIH, _STYLE, _TIME, _meta, _new_figure, _params_text, _phases, _series
+from reduced_odes import author as ra
+
+from . import _style as style
 
 _CLOSURE_STYLE = {"linear": {"ls": "-"}, "meanfield": {"ls": (0, (4.0, 1.6))}}
 
@@ -26,24 +28,25 @@ def plot_closures(records: Mapping[str, Mapping], overlay: Mapping | None = None
     import matplotlib
 
     params = next(iter(records.values()))["params"]
-    with matplotlib.rc_context(_STYLE):
-        fig, (ax, bx) = _new_figure(4.2, 2, sharex=True)
+    with matplotlib.rc_context(ra.STYLE):
+        fig, (ax, bx) = ra.new_figure(4.2, 2, sharex=True)
         t_hi, lows = 0.0, []
         for closure, record in records.items():
-            s, ph = _series(record), _phases(record)
+            s, ph = style.series_of(record), style.phases_of(record)
             t_hi = max(t_hi, 1.3 * ph["T_III"]) if math.isfinite(ph["T_III"]) else \
                 max(t_hi, float(s["t"][-1]))
-            style = _CLOSURE_STYLE.get(closure, {"ls": "-."})
+            line_style = _CLOSURE_STYLE.get(closure, {"ls": "-."})
             l_ih = np.where(s["L_IH"] > 0, s["L_IH"], np.nan)
-            ax.plot(s["t"], l_ih, color=_IH, label=f"{closure} ODE", zorder=3, **style)
+            ax.plot(s["t"], l_ih, color=style.IH, label=f"{closure} ODE", zorder=3, **line_style)
             plateau = record.get("predictions", {}).get("plateau_L_IH")
             if plateau is None:  # the level where emergence starts
                 plateau = float(np.interp(ph["T_II"], s["t"], s["L_IH"]))
             lows.append(float(plateau))
-            bx.plot(s["t"], s["w_kq"] / params["wstar"], color=_IH, zorder=3,
-                    label=f"{closure} ODE", **style)
+            bx.plot(s["t"], s["w_kq"] / params["wstar"], color=style.IH, zorder=3,
+                    label=f"{closure} ODE", **line_style)
             for a in (ax, bx):
-                a.axvline(ph["T_em"], color=_IH, lw=0.5, ls=style["ls"], alpha=0.6, zorder=1)
+                a.axvline(ph["T_em"], color=style.IH, lw=0.5, ls=line_style["ls"], alpha=0.6,
+                          zorder=1)
         if overlay:
             for k, curve in enumerate(overlay["curves"]):
                 grey = ("0.0", "0.45", "0.25")[k % 3]
@@ -58,11 +61,11 @@ def plot_closures(records: Mapping[str, Mapping], overlay: Mapping | None = None
                                        lw=0, zorder=2)
                 t_hi = max(t_hi, float(np.nanmax(t)))
         ax.set_yscale("log")
-        top = max(float(np.nanmax(np.where(_series(r)["L_IH"] > 0, _series(r)["L_IH"],
-                                           np.nan))) for r in records.values())
+        l_ihs = [style.series_of(r)["L_IH"] for r in records.values()]
+        top = max(float(np.nanmax(np.where(l_ih > 0, l_ih, np.nan))) for l_ih in l_ihs)
         ax.set_ylim(min(lows) * 1e-3, top * 40)
         ax.set_xlim(0, t_hi)
-        ax.set_ylabel(fr"{_LIH} (dimensionless)")
+        ax.set_ylabel(fr"{style.LIH} (dimensionless)")
         # One legend (the line styles are the same in both panels), where the curves are not.
         handles, labels = bx.get_legend_handles_labels()
         ax.legend(handles, labels, loc="upper right")
@@ -70,15 +73,15 @@ def plot_closures(records: Mapping[str, Mapping], overlay: Mapping | None = None
                      loc="left")
         bx.axhline(1.0, color="0.6", lw=0.6, zorder=1)
         bx.set_ylim(-0.03, 1.12)
-        bx.set_xlabel(_TIME)
+        bx.set_xlabel(style.TIME)
         bx.set_ylabel(r"$w_{kq}/w^*$ (dimensionless)")
         bx.set_title(r"(b) query-key weight $w_{kq}/w^*$", loc="left")
-        title = "Softmax closures compared\n" + _params_text(params)
+        title = "Softmax closures compared\n" + style.params_text(params)
         if overlay:
-            title = "Softmax closures vs exact-softmax SGD\n" + _params_text(params)
+            title = "Softmax closures vs exact-softmax SGD\n" + style.params_text(params)
         fig.suptitle(title)
     first = next(iter(records.values()))
-    _meta(fig, "closures", ",".join(records), params,
-          "overlay: " + ("; ".join(c["label"] for c in overlay["curves"]) if overlay else "none"),
-          first.get("versions"), first.get("solver"))
+    curves = "; ".join(c["label"] for c in overlay["curves"]) if overlay else "none"
+    style.meta(fig, "closures", ",".join(records), params, f"overlay: {curves}",
+               first.get("versions"), first.get("solver"))
     return fig

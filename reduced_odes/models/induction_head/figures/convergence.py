@@ -7,22 +7,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._style import (
-    _ANCHOR_RATIO,
-    _G4,
-    _IH,
-    _LG4,
-    _LIH,
-    _NOISE_FLOOR,
-    _STYLE,
-    _TIME,
-    _log_time_axis,
-    _meta,
-    _new_figure,
-    _params_text,
-    _phases,
-    _series,
-)
+from reduced_odes import author as ra
+
+from . import _style as style
 
 
 def plot_convergence(record: Mapping, *, t_min: float = 1.0):
@@ -35,19 +22,20 @@ def plot_convergence(record: Mapping, *, t_min: float = 1.0):
     """
     import matplotlib
 
-    s, ph, p, pred = _series(record), _phases(record), record["params"], record["predictions"]
+    s, ph = style.series_of(record), style.phases_of(record)
+    p, pred = record["params"], record["predictions"]
     tail = record["phase_IV"]
-    with matplotlib.rc_context(_STYLE):
-        fig, (ax, bx) = _new_figure(4.4, 2)
+    with matplotlib.rc_context(ra.STYLE):
+        fig, (ax, bx) = ra.new_figure(4.4, 2)
         keep = s["t"] >= t_min
         t = s["t"][keep]
         end_value = float(s["t"][-1] * s["L_G4"][-1])
-        ax.plot(t, t * s["L_G4"][keep], color=_G4, zorder=3,
-                label=fr"$t\,${_LG4}$(t)$ (measured; {end_value:.4f} at the end)")
+        ax.plot(t, t * s["L_G4"][keep], color=style.G4, zorder=3,
+                label=fr"$t\,${style.LG4}$(t)$ (measured; {end_value:.4f} at the end)")
         quarter = float(pred["tail_t_L_G4"])
         ax.axhline(quarter, color="0.25", ls="--", lw=0.9, zorder=2,
                    label=fr"predicted limit {quarter:g}")
-        _log_time_axis(ax, t_min, float(t[-1]))
+        ra.log_time_axis(ax, t_min, float(t[-1]))
         ymax = float(np.nanmax(t * s["L_G4"][keep]))
         ax.set_ylim(0, max(ymax, quarter) * 1.25)
         for name, value in (("T_I", ph["T_I"]), ("T_III", ph["T_III"])):
@@ -56,22 +44,22 @@ def plot_convergence(record: Mapping, *, t_min: float = 1.0):
                 ax.text(value, 0.03, " $T_{\\mathrm{" + name[2:] + "}}$",
                         transform=ax.get_xaxis_transform(), rotation=90, fontsize=6,
                         color="0.3", ha="right", va="bottom")
-        ax.set_xlabel(_TIME)
-        ax.set_ylabel(fr"$t\,${_LG4} (dimensionless)")
+        ax.set_xlabel(style.TIME)
+        ax.set_ylabel(fr"$t\,${style.LG4} (dimensionless)")
         ax.legend(loc="upper right")
         ax.set_title(r"(a) 4-gram: algebraic tail $L_{\mathrm{G4}}\approx 1/(4t)$", loc="left")
 
         t4 = np.asarray(tail["t"], dtype=float)
         l_ih = np.array([np.nan if v is None else v for v in tail["L_IH"]], dtype=float)
         plateau = float(pred["plateau_L_IH"])
-        ok = l_ih > _NOISE_FLOOR * plateau
+        ok = l_ih > style.NOISE_FLOOR * plateau
         # Past the first value at round-off level the curve is noise: stop there.
         if not ok.all():
             ok[int(np.argmin(ok)):] = False
-        bx.plot(t4[ok], np.log(l_ih[ok]), color=_IH, lw=2.4, alpha=0.55, solid_capstyle="butt",
-                label=fr"$\ln${_LIH}$(t)$ (measured)", zorder=2)
+        bx.plot(t4[ok], np.log(l_ih[ok]), color=style.IH, lw=2.4, alpha=0.55, solid_capstyle="butt",
+                label=fr"$\ln${style.LIH}$(t)$ (measured)", zorder=2)
         rate = float(pred["L_IH_decay_rate"])
-        level = math.log(_ANCHOR_RATIO * plateau)
+        level = math.log(style.ANCHOR_RATIO * plateau)
         log_l = np.log(l_ih[ok])
         if ok.sum() >= 2 and log_l.min() <= level <= log_l.max():
             idx = int(np.argmax(log_l <= level))
@@ -87,13 +75,13 @@ def plot_convergence(record: Mapping, *, t_min: float = 1.0):
         y_lo = float(np.log(l_ih[ok]).min())
         y_hi = float(np.log(l_ih[ok]).max())
         bx.set_ylim(y_lo - 0.05 * (y_hi - y_lo), y_hi + 0.28 * (y_hi - y_lo))
-        bx.set_xlabel(_TIME + r", phase IV ($t\geq T_{\mathrm{III}}$)")
-        bx.set_ylabel(fr"$\ln${_LIH} ({_LIH} dimensionless)")
+        bx.set_xlabel(style.TIME + r", phase IV ($t\geq T_{\mathrm{III}}$)")
+        bx.set_ylabel(fr"$\ln${style.LIH} ({style.LIH} dimensionless)")
         bx.legend(loc="upper right")
         bx.set_title(r"(b) induction head: exponential decay $e^{-2\mu t}$", loc="left")
         fig.suptitle(f"Convergence (phase IV), {record['closure']} closure\n"
-                     + _params_text(p))
-    _meta(fig, "convergence", record["closure"], p,
-          f"mu={pred['mu']:.6g}, tail t*L_G4={quarter:g}", record.get("versions"),
-          record.get("solver"))
+                     + style.params_text(p))
+    style.meta(fig, "convergence", record["closure"], p,
+               f"mu={pred['mu']:.6g}, tail t*L_G4={quarter:g}", record.get("versions"),
+               record.get("solver"))
     return fig

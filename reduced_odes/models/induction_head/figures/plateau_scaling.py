@@ -7,9 +7,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from reduced_odes import author as ra
 from reduced_odes.author import ParameterError
 
-from ._style import _SERIES, _STYLE, _log_x, _meta, _new_figure, _sci
+from . import _style as style
 
 
 def plot_plateau_scaling(records: Sequence[Mapping], predictions: Mapping):
@@ -63,11 +64,11 @@ def plot_plateau_scaling(records: Sequence[Mapping], predictions: Mapping):
     pad = 0.05 * max(x_hi - x_lo, 1.0)
     x_line = np.log(1 / sigmas)
     in_x = (x_line >= x_lo - pad) & (x_line <= x_hi + pad)
-    with matplotlib.rc_context(_STYLE):
-        fig, (ax, bx, cx) = _new_figure(6.2, 3, heights=[1.25, 1.0, 0.85])
+    with matplotlib.rc_context(ra.STYLE):
+        fig, (ax, bx, cx) = ra.new_figure(6.2, 3, heights=[1.25, 1.0, 0.85])
         markers = {}
         for k, length in enumerate(measured_l):
-            colour, marker = _SERIES[k % len(_SERIES)]
+            colour, marker = ra.SERIES[k % len(ra.SERIES)]
             markers[length] = (colour, marker)
             i = int(np.argmin(np.abs(lengths - length)))
             ax.plot(x_line[in_x], leading[i, in_x], color=colour, lw=0.9, zorder=2)
@@ -101,8 +102,8 @@ def plot_plateau_scaling(records: Sequence[Mapping], predictions: Mapping):
             bx.plot(lengths, leading[:, j] / lengths, color=colour, lw=0.9, zorder=2)
             xs, ys = zip(*[(L_, t / L_) for L_, s_, t in rows if s_ == s], strict=True)
             bx.plot(xs, ys, ls="none", marker="o", color=colour, mec="white", mew=0.4,
-                    ms=4.0, zorder=3, label=fr"$\sigma={_sci(s)}$")
-        _log_x(bx, min(measured_l) / 1.6, max(measured_l) * 1.6)
+                    ms=4.0, zorder=3, label=fr"$\sigma={ra.sci(s)}$")
+        ra.log_x(bx, min(measured_l) / 1.6, max(measured_l) * 1.6)
         bx.set_ylim(0, max(t / L_ for L_, _, t in rows) * 1.45)
         bx.set_xlabel(r"sequence length $L$ (tokens)")
         bx.set_ylabel(r"$T_{\mathrm{em}}/L$ (time per token)")
@@ -126,7 +127,7 @@ def plot_plateau_scaling(records: Sequence[Mapping], predictions: Mapping):
                      fr"$w^*={wstar:g}$" + "\nmarkers: measured; lines: predicted")
     solver = records[0].get("metadata", {}).get("solver") if records else None
     versions = records[0].get("metadata", {}).get("versions") if records else None
-    _meta(fig, "plateau_scaling", closure, None,
-          f"alpha={alpha:g}, wstar={wstar:g}, L in {measured_l}, "
-          f"sigma in {[float(f'{s:g}') for s in measured_s]}", versions, solver)
+    style.meta(fig, "plateau_scaling", closure, None,
+               f"alpha={alpha:g}, wstar={wstar:g}, L in {measured_l}, "
+               f"sigma in {[float(f'{s:g}') for s in measured_s]}", versions, solver)
     return fig

@@ -20,8 +20,7 @@ Output bytes carry no timestamps, so redrawing from the same data gives the same
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
+from reduced_odes.author import DataFigures
 
 from .data import DATA_FILES, write_data
 from .draw import plot_algorithm1, plot_scaling, plot_separation, plot_stages
@@ -40,14 +39,6 @@ FIGURES = {
 }
 
 
-def draw_figures(out: str | Path, data: str | Path,
-                 formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
-    """Draw every figure into ``out`` from the files in ``data``, computing only missing files.
-
-    Examples
-    --------
-    >>> draw_figures("figures/two_mixture", "figures/data/two_mixture")  # doctest: +SKIP
-    """
-    from reduced_odes.author import draw_from_data
-
-    return draw_from_data(FIGURES, out, data, formats, "two_mixture", write_data)
+#: The figures, drawn from the data files (a missing one computed first);
+#: ``draw_figures`` is the ``figures`` hook.
+draw_figures = DataFigures("two_mixture", FIGURES, write_data).draw

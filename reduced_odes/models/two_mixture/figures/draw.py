@@ -11,24 +11,15 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from reduced_odes.author import (
-    OKABE_ITO,
-    TIME_LABEL,
-    as_array,
-    house_style,
-    log_time_axis,
-    new_figure,
-    sci,
-    shade_spans,
-)
+from reduced_odes import author as ra
 
 from .data import SNAPSHOTS
 
 __all__ = ["STAGE_NAMES", "plot_algorithm1", "plot_scaling", "plot_separation", "plot_stages"]
 
-CONSISTENT, HARD, ALL = OKABE_ITO["blue"], OKABE_ITO["vermillion"], OKABE_ITO["black"]
-PREDICTED = OKABE_ITO["bluish_green"]
-LABEL_COLOUR = {1: OKABE_ITO["blue"], -1: OKABE_ITO["orange"]}
+CONSISTENT, HARD, ALL = ra.OKABE_ITO["blue"], ra.OKABE_ITO["vermillion"], ra.OKABE_ITO["black"]
+PREDICTED = ra.OKABE_ITO["bluish_green"]
+LABEL_COLOUR = {1: ra.OKABE_ITO["blue"], -1: ra.OKABE_ITO["orange"]}
 STAGE_NAMES = ("1: neurons", "2: attention", "3: convergence")
 _MARK = {"lw": 0.7, "ls": ":", "color": "0.35", "zorder": 2}
 
@@ -37,7 +28,7 @@ _MARK = {"lw": 0.7, "ls": ":", "color": "0.35", "zorder": 2}
 
 def _setting(params: Mapping) -> str:
     return (fr"$\mu={params['mu']:g}$, $\kappa={params['kappa']:g}$, "
-            fr"$\sigma={sci(params['sigma'])}$, $\sigma_{{att}}={sci(params['sigma_att'])}$")
+            fr"$\sigma={ra.sci(params['sigma'])}$, $\sigma_{{att}}={ra.sci(params['sigma_att'])}$")
 
 
 def _stage_axes(axes, doc: Mapping) -> None:
@@ -45,13 +36,13 @@ def _stage_axes(axes, doc: Mapping) -> None:
     t, ph = doc["series"]["t"], doc["phases"]
     edges = [t[0], ph["T1"], ph["T2"], t[-1]]
     for k, ax in enumerate(axes):
-        log_time_axis(ax, t[0], t[-1])
-        shade_spans(ax, edges, STAGE_NAMES, labels=k == 0)
+        ra.log_time_axis(ax, t[0], t[-1])
+        ra.shade_spans(ax, edges, STAGE_NAMES, labels=k == 0)
         ax.axvline(ph["T3"], **_MARK)
-    axes[-1].set_xlabel(TIME_LABEL)
+    axes[-1].set_xlabel(ra.TIME_LABEL)
 
 
-@house_style
+@ra.house_style
 def plot_stages(doc: Mapping):
     """``stages``: the loss on all, consistent and hard samples (top), ``A`` and
     ``theta = tanh(ell/2)`` (bottom); stages shaded, ``T3`` dotted.
@@ -62,8 +53,8 @@ def plot_stages(doc: Mapping):
     >>> len(fig.axes), fig.axes[0].get_yscale()
     (2, 'log')
     """
-    s = {k: as_array(v) for k, v in doc["series"].items()}
-    fig, (ax, bx) = new_figure(3.8, 2, sharex=True, heights=[1.1, 1.0])
+    s = {k: ra.as_array(v) for k, v in doc["series"].items()}
+    fig, (ax, bx) = ra.new_figure(3.8, 2, sharex=True, heights=[1.1, 1.0])
     ax.set_yscale("log")
     ax.plot(s["t"], s["loss"], color=ALL, label="all samples", zorder=3)
     ax.plot(s["t"], s["loss_consistent"], color=CONSISTENT, label=r"consistent ($s_1=s_2$)",
@@ -96,7 +87,7 @@ def _snapshot(ax, snap: Mapping, name: str, mu: float) -> None:
                 zorder=3 if first else 4)
     label = "t = 0" if name == "T0" else f"${name[0]}_{name[1]}$"
     theta = float(f"{snap['theta']:.2g}")
-    shown = sci(theta) if theta < 1e-2 else f"{theta:g}"
+    shown = ra.sci(theta) if theta < 1e-2 else f"{theta:g}"
     ax.set_title(f"{label}\n" + fr"$\theta={shown}$", fontsize=6.0)
     ax.set_xlim(-1.15 * mu, 1.15 * mu)
     ax.set_ylim(-1.15 * mu, 1.15 * mu)
@@ -107,7 +98,7 @@ def _snapshot(ax, snap: Mapping, name: str, mu: float) -> None:
     ax.set_xlabel(r"$z_1$", labelpad=0)
 
 
-@house_style
+@ra.house_style
 def plot_separation(doc: Mapping):
     """``attention_separation``: the head-averaged features of the eight configurations at
     t = 0, T1, T2, T3 (top; hard samples of opposite labels start on one point) and the
@@ -120,7 +111,7 @@ def plot_separation(doc: Mapping):
     5
     """
     mu = doc["params"]["mu"]
-    fig, axes = new_figure(3.6, 2, ncols=4, heights=[1.0, 1.2])
+    fig, axes = ra.new_figure(3.6, 2, ncols=4, heights=[1.0, 1.2])
     for ax, name in zip(axes[0], SNAPSHOTS, strict=True):
         _snapshot(ax, doc["snapshots"][name], name, mu)
     axes[0][0].set_ylabel(r"$z_2$", labelpad=0)
@@ -129,8 +120,8 @@ def plot_separation(doc: Mapping):
         ax.remove()
     bx = fig.add_subplot(grid[1, :])
     s, pred = doc["series"], doc["predicted"]
-    bx.plot(as_array(s["t"]), as_array(s["theta"]), color=HARD, label="integrated", zorder=3)
-    bx.plot(as_array(pred["t"]), as_array(pred["theta"]), color=PREDICTED, ls="--",
+    bx.plot(ra.as_array(s["t"]), ra.as_array(s["theta"]), color=HARD, label="integrated", zorder=3)
+    bx.plot(ra.as_array(pred["t"]), ra.as_array(pred["theta"]), color=PREDICTED, ls="--",
             label=r"$\tanh(T^{-1}(t)/2)$ (slow manifold)", zorder=4)
     for name in SNAPSHOTS[1:]:
         bx.axvline(doc["phases"][name], **_MARK)
@@ -138,8 +129,8 @@ def plot_separation(doc: Mapping):
     bx.set_ylim(1e-7, 2.0)
     bx.set_ylabel(r"$\theta$ (hard-sample margin / $A$)")
     bx.legend(loc="upper left")
-    log_time_axis(bx, s["t"][0], s["t"][-1])
-    bx.set_xlabel(TIME_LABEL + r"; dotted: $T_1, T_2, T_3$")
+    ra.log_time_axis(bx, s["t"][0], s["t"][-1])
+    bx.set_xlabel(ra.TIME_LABEL + r"; dotted: $T_1, T_2, T_3$")
     fig.suptitle("head-averaged features $z$ of the 8 configurations\n"
                  "filled: hard samples; blue: $y=+1$, orange: $y=-1$\n"
                  "circle/square: identifier 1/2; dashed: readout boundary", fontsize=6.0)
@@ -147,16 +138,16 @@ def plot_separation(doc: Mapping):
 
 
 def _scaling_panel(ax, sweep: Mapping, xlabel: str, slope_text: str) -> None:
-    ax.plot(as_array(sweep["line_x"]), as_array(sweep["line_T2"]), color=PREDICTED, lw=0.9,
+    ax.plot(ra.as_array(sweep["line_x"]), ra.as_array(sweep["line_T2"]), color=PREDICTED, lw=0.9,
             label=r"$T(\ln 3)$, slope " + slope_text + f" = {sweep['slope']:.4g}", zorder=2)
-    ax.plot(as_array(sweep["x"]), as_array(sweep["T2"]), "o", color=ALL, mfc="white", mew=0.9,
+    ax.plot(ra.as_array(sweep["x"]), ra.as_array(sweep["T2"]), "o", color=ALL, mfc="white", mew=0.9,
             label=r"integrated $T_2$", zorder=3)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(r"$T_2$")
     ax.legend(loc="upper left")
 
 
-@house_style
+@ra.house_style
 def plot_scaling(doc: Mapping):
     """``scaling``: ``T2`` against ``ln(1/sigma_att)`` and ``ln(1/sigma)``; markers are
     integrated runs, lines the closed form with its predicted slope (no fit).
@@ -167,14 +158,14 @@ def plot_scaling(doc: Mapping):
     >>> len(fig.axes)
     2
     """
-    fig, (ax, bx) = new_figure(4.2, 2)
+    fig, (ax, bx) = ra.new_figure(4.2, 2)
     _scaling_panel(ax, doc["sigma_att"], r"$\ln(1/\sigma_{att})$", r"$8/\kappa$")
     ax.set_title(_setting(doc["params"]) + "; one varied per panel", fontsize=6.0)
     _scaling_panel(bx, doc["sigma"], r"$\ln(1/\sigma)$", r"$4\sqrt{2}/\mu$")
     return fig
 
 
-@house_style
+@ra.house_style
 def plot_algorithm1(doc: Mapping):
     """``algorithm1``: the joint flow (solid) against Algorithm 1 (dashed): the loss with the
     square-loss floor ``L*(theta_II)``, and ``A``, ``theta``; Algorithm 1's stage ends dotted.
@@ -187,10 +178,10 @@ def plot_algorithm1(doc: Mapping):
     >>> len(fig.axes)
     2
     """
-    fig, (ax, bx) = new_figure(3.8, 2, sharex=True, heights=[1.1, 1.0])
+    fig, (ax, bx) = ra.new_figure(3.8, 2, sharex=True, heights=[1.1, 1.0])
     ax.set_yscale("log")
     for key, ls, name in (("joint", "-", "joint flow"), ("algorithm1", "--", "Algorithm 1")):
-        s = {k: as_array(v) for k, v in doc[key]["series"].items()}
+        s = {k: ra.as_array(v) for k, v in doc[key]["series"].items()}
         ax.plot(s["t"], s["loss"], color=ALL, ls=ls, label=name, zorder=3)
         bx.plot(s["t"], s["A"], color=CONSISTENT, ls=ls, label=f"$A$, {name}", zorder=3)
         bx.plot(s["t"], s["theta"], color=HARD, ls=ls, label=fr"$\theta$, {name}", zorder=3)
@@ -203,10 +194,10 @@ def plot_algorithm1(doc: Mapping):
     bx.legend(loc="center left", ncols=2)
     t = doc["joint"]["series"]["t"]
     for axis in (ax, bx):
-        log_time_axis(axis, t[0], t[-1])
+        ra.log_time_axis(axis, t[0], t[-1])
         for name in ("T_AI", "T_thetaII"):
             axis.axvline(doc["algorithm1"]["phases"][name], **_MARK)
-    bx.set_xlabel(TIME_LABEL + "; dotted: Algorithm 1 stage ends")
+    bx.set_xlabel(ra.TIME_LABEL + "; dotted: Algorithm 1 stage ends")
     return fig
 
 

@@ -25,8 +25,7 @@ Output bytes carry no timestamps, so redrawing from the same data gives the same
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
+from reduced_odes.author import DataFigures
 
 from .data import DATA_FILES, write_data
 from .draw import plot_scaling, plot_spectrum, plot_stages
@@ -44,15 +43,6 @@ FIGURES = {
 }
 
 
-def draw_figures(out: str | Path, data: str | Path,
-                 formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
-    """Draw every figure into ``out`` from the files in ``data``, computing only missing files.
-
-    Examples
-    --------
-    >>> draw_figures("figures/two_stage_features",
-    ...              "figures/data/two_stage_features")  # doctest: +SKIP
-    """
-    from reduced_odes.author import draw_from_data
-
-    return draw_from_data(FIGURES, out, data, formats, "two_stage_features", write_data)
+#: The figures, drawn from the data files (a missing one computed first);
+#: ``draw_figures`` is the ``figures`` hook.
+draw_figures = DataFigures("two_stage_features", FIGURES, write_data).draw

@@ -10,21 +10,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from reduced_odes.author import (
-    OKABE_ITO,
-    TIME_LABEL,
-    as_array,
-    house_style,
-    log_time_axis,
-    new_figure,
-    sci,
-    shade_spans,
-)
+from reduced_odes import author as ra
 
 __all__ = ["STAGE_NAMES", "plot_scaling", "plot_spectrum", "plot_stages", "stage_edges"]
 
-P, Q, V = OKABE_ITO["blue"], OKABE_ITO["vermillion"], OKABE_ITO["black"]
-CROSS, PLATEAU = OKABE_ITO["reddish_purple"], OKABE_ITO["bluish_green"]
+P, Q, V = ra.OKABE_ITO["blue"], ra.OKABE_ITO["vermillion"], ra.OKABE_ITO["black"]
+CROSS, PLATEAU = ra.OKABE_ITO["reddish_purple"], ra.OKABE_ITO["bluish_green"]
 STAGE_NAMES = ("I: syntax", "plateau", "II: semantics", "converged")
 _LEVEL = {"lw": 0.7, "ls": ":", "zorder": 2}
 
@@ -47,20 +38,20 @@ def stage_edges(doc: Mapping) -> list[float]:
 
 def _setting(doc: Mapping) -> str:
     p = doc["params"]
-    return (fr"$\sigma={sci(p['sigma'])}$, $d_P={p['d_P']}$, $d_Q={p['d_Q']}$, $N={p['N']}$, "
+    return (fr"$\sigma={ra.sci(p['sigma'])}$, $d_P={p['d_P']}$, $d_Q={p['d_Q']}$, $N={p['N']}$, "
             fr"$\pi_P={p['pi_P']:g}$, trained $v$")
 
 
 def _time_axes(axes, doc: Mapping, shade: bool = True) -> None:
     edges = stage_edges(doc)
     for k, ax in enumerate(axes):
-        log_time_axis(ax, edges[0], edges[-1])
+        ra.log_time_axis(ax, edges[0], edges[-1])
         if shade:
-            shade_spans(ax, edges, STAGE_NAMES, labels=k == 0)
-    axes[-1].set_xlabel(TIME_LABEL)
+            ra.shade_spans(ax, edges, STAGE_NAMES, labels=k == 0)
+    axes[-1].set_xlabel(ra.TIME_LABEL)
 
 
-@house_style
+@ra.house_style
 def plot_stages(doc: Mapping):
     """``stages``: ``L_P``, ``L_Q`` (top) and ``v``, ``a``, ``b`` (bottom) against time, shaded.
 
@@ -70,8 +61,8 @@ def plot_stages(doc: Mapping):
     >>> len(fig.axes)
     2
     """
-    s, pred = {k: as_array(v) for k, v in doc["series"].items()}, doc["predictions"]
-    fig, (ax, bx) = new_figure(4.0, 2, sharex=True, heights=[1.0, 1.1])
+    s, pred = {k: ra.as_array(v) for k, v in doc["series"].items()}, doc["predictions"]
+    fig, (ax, bx) = ra.new_figure(4.0, 2, sharex=True, heights=[1.0, 1.1])
     ax.plot(s["t"], s["L_P"], color=P, label=r"$L_P$ (syntax)", zorder=3)
     ax.plot(s["t"], s["L_Q"], color=Q, label=r"$L_Q$ (semantics)", zorder=3)
     for level, colour in ((pred["L_P_min"], P), (pred["L_Q_min"], Q)):
@@ -94,7 +85,7 @@ def _crossing_point(s: Mapping, T_cross: float) -> float:
     return float(np.exp(np.interp(T_cross, s["t"], np.log(s["eig_P"]))))
 
 
-@house_style
+@ra.house_style
 def plot_spectrum(doc: Mapping):
     """``spectrum``: eigenvalues of ``W = W_Kᵀ W_Q`` (P, Q blocks) against time, crossing marked.
 
@@ -104,9 +95,9 @@ def plot_spectrum(doc: Mapping):
     >>> fig.axes[0].get_yscale()
     'log'
     """
-    s = {k: as_array(v) for k, v in doc["series"].items()}
+    s = {k: ra.as_array(v) for k, v in doc["series"].items()}
     pred, p = doc["predictions"], doc["params"]
-    fig, (ax,) = new_figure(2.8, 1)
+    fig, (ax,) = ra.new_figure(2.8, 1)
     ax.set_yscale("log")
     for key, colour, name, size in (("eig_P", P, "P block: $a$", p["d_P"]),
                                     ("eig_Q", Q, "Q block: $b$", p["d_Q"])):
@@ -133,12 +124,12 @@ _STAGE_STYLE = {"T_P": (P, "o", r"$T_P$"), "T_Q": (Q, "s", r"$T_Q$"),
 def _times_panel(ax, x, measured: Mapping, x_line, line: Mapping, keys) -> None:
     for key in keys:
         colour, marker, label = _STAGE_STYLE[key]
-        ax.plot(x_line, as_array(line[key]), color=colour, lw=0.9, zorder=2)
-        ax.plot(x, as_array(measured[key]), marker, color=colour, ls="none", mfc="white",
+        ax.plot(x_line, ra.as_array(line[key]), color=colour, lw=0.9, zorder=2)
+        ax.plot(x, ra.as_array(measured[key]), marker, color=colour, ls="none", mfc="white",
                 mew=0.9, label=label, zorder=3)
 
 
-@house_style
+@ra.house_style
 def plot_scaling(doc: Mapping):
     """``scaling``: stage times against ``ln(1/σ²)`` and against ``d_Q/(π_Q² μ²)``.
 
@@ -156,7 +147,7 @@ def plot_scaling(doc: Mapping):
     2
     """
     sweep, dims = doc["sigma"], doc["d_Q"]
-    fig, (ax, bx) = new_figure(4.4, 2)
+    fig, (ax, bx) = ra.new_figure(4.4, 2)
     _times_panel(ax, sweep["ell"], sweep["measured"], sweep["line"]["ell"], sweep["line"],
                  ("T_P", "T_Q", "T_cross"))
     ax.set_xlabel(r"$\ell=\ln(1/\sigma^2)$")
@@ -165,7 +156,7 @@ def plot_scaling(doc: Mapping):
     ax.legend(loc="upper left")
     _times_panel(bx, dims["x"], dims["measured"], dims["line"]["x"], dims["line"],
                  ("T_P", "T_Q", "plateau"))
-    bx.set_xlabel(r"$d_Q/(\pi_Q^2\mu^2)$" + fr"  ($\sigma={sci(dims['sigma'])}$, $d_Q$ varied)")
+    bx.set_xlabel(r"$d_Q/(\pi_Q^2\mu^2)$" + fr"  ($\sigma={ra.sci(dims['sigma'])}$, $d_Q$ varied)")
     bx.set_ylabel("stage time")
     bx.legend(loc="upper left")
     for axis in (ax, bx):
