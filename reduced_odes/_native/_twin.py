@@ -250,38 +250,40 @@ def _first_compile_notice(system: CompiledSystem, path: Path) -> bool:
     return True
 
 
-#: Twins whose stepping this process has found compiled (cached, or compiled here).
-_STEPPING_READY: set[str] = set()
-#: Whether this thread holds a twin's compile lock: a run never waits for a second one.
+#: Modules whose entry point this process has found compiled (cached, or compiled here).
+_READY: set[str] = set()
+#: Whether this thread holds a compile lock: a run never waits for a second one.
 _HOLDING = threading.local()
 
 
 @contextlib.contextmanager
-def compiled_once(twin: ModuleType) -> Iterator[None]:
-    """Run the block (a run on ``twin``) holding the twin's compile lock while numba has no
-    machine code cached for its stepping (``advance``).
+def compiled_once(module: ModuleType, entry: str = "advance") -> Iterator[bool]:
+    """Run the block (a run on a twin, or the first calls of a generated module) holding the
+    module's compile lock while numba has no machine code cached for its ``entry`` (a
+    twin's stepping, ``advance``).
 
     Processes sharing a cache (a test session's workers, a sweep's pool) would otherwise
-    each compile a cold twin, the same tens of seconds of CPU: the second now waits for the
-    first run's compile, then loads its machine code.  Once the stepping is cached (or
+    each compile a cold module, the same tens of seconds of CPU: the second now waits for
+    the first one's compile, then loads its machine code.  Once ``entry`` is cached (or
     compiled by this process) no lock is taken.  A thread holding one lock never waits for
-    another, so no two processes can wait for each other.
+    another, so no two processes can wait for each other.  The block is given whether it
+    holds the lock (``entry`` was not found compiled).
     """
-    path = Path(twin.__file__)
-    if path.stem in _STEPPING_READY or getattr(_HOLDING, "twin", None) is not None:
-        yield
+    path = Path(module.__file__)
+    if path.stem in _READY or getattr(_HOLDING, "module", None) is not None:
+        yield False
         return
-    if any(_numba_cache_dir(path).glob(f"{path.stem}.advance-*.nbi")):
-        _STEPPING_READY.add(path.stem)
-        yield
+    if any(_numba_cache_dir(path).glob(f"{path.stem}.{entry}-*.nbi")):
+        _READY.add(path.stem)
+        yield False
         return
-    _HOLDING.twin = path.stem
+    _HOLDING.module = path.stem
     try:
         with exclusive(path.with_name(f"{path.stem}.compile.lock")):
-            yield
-        _STEPPING_READY.add(path.stem)
+            yield True
+        _READY.add(path.stem)
     finally:
-        _HOLDING.twin = None
+        _HOLDING.module = None
 
 
 def _interactive() -> bool:

@@ -25,15 +25,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from pathlib import Path
 
 import numpy as np
 
 from .._compile import cache_dir, write_cache_files
-from .._io import exclusive
 from .._structured import StructuredSystem
 from .._unit_sums import _Layout, _specialisation
-from ._twin import _numba_cache_dir, import_twin
+from ._twin import compiled_once, import_twin
 
 __all__ = ["native_structured", "native_unit_sums", "unit_sums_source"]
 
@@ -42,9 +40,6 @@ UNIT_SUMS_VERSION = "1"
 #: As on the pure path (``reduced_odes._unit_sums._DIFFERENCE_STEP``): the relative step
 #: of the central differences of a numerical kernel's gradient.
 _DIFFERENCE_STEP = 1e-5
-
-#: Modules whose machine code this process has found cached or compiled.
-_COMPILED: set[str] = set()
 
 #: The kernels the rates sum, by the factor kinds of their positions.
 _GRADIENT, _LEARNING, _NOISE, _LOSS = ("dg", "x", "g"), ("dg", "dg", "g", "g"), ("dg", "dg"), \
@@ -312,21 +307,16 @@ def native_unit_sums(K: int, M: int, activation: str, *, finite_eta: bool = True
 
 
 def _compile_once(module, system: StructuredSystem) -> None:
-    """Compile ``module``'s rates, Jacobian and loss now, holding its compile lock, unless
-    numba has them cached: processes sharing a cache (a test session's workers, a sweep's
-    pool) then compile the module once between them, the second loading the first's
-    machine code.  The calls are the system's own, so they compile the signatures a run
-    uses (the same for every width)."""
-    path = Path(module.__file__)
-    if path.stem in _COMPILED or any(_numba_cache_dir(path).glob(f"{path.stem}.rates-*.nbi")):
-        _COMPILED.add(path.stem)
-        return
-    with exclusive(path.with_name(f"{path.stem}.compile.lock")):
-        y = np.full(len(system.state_names), 0.5)  # any state: only the types matter
-        system.rhs(0.0, y, 0.1, 0.0)
-        system.jac(0.0, y, 0.1, 0.0)
-        system.loss(y, 0.1, 0.0)
-    _COMPILED.add(path.stem)
+    """Compile ``module``'s rates, Jacobian and loss now, holding its compile lock unless
+    numba has them cached (:func:`~reduced_odes._native._twin.compiled_once`): processes
+    sharing a cache then compile the module once between them.  The calls are the
+    system's own, so they compile the signatures a run uses (the same for every width)."""
+    with compiled_once(module, "rates") as compiling:
+        if compiling:
+            y = np.full(len(system.state_names), 0.5)  # any state: only the types matter
+            system.rhs(0.0, y, 0.1, 0.0)
+            system.jac(0.0, y, 0.1, 0.0)
+            system.loss(y, 0.1, 0.0)
 
 
 #: The builders a structured system's ``native`` recipe names.

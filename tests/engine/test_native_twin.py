@@ -23,7 +23,7 @@ def locks(monkeypatch, tmp_path):
         yield
 
     monkeypatch.setattr(_twin, "exclusive", exclusive)
-    monkeypatch.setattr(_twin, "_STEPPING_READY", set())
+    monkeypatch.setattr(_twin, "_READY", set())
     monkeypatch.setattr(_twin, "_numba_cache_dir", lambda path: path.parent / "__pycache__")
     (tmp_path / "__pycache__").mkdir()
     twin = types.SimpleNamespace(__file__=str(tmp_path / "native-abc.py"))
