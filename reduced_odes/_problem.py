@@ -225,10 +225,11 @@ class Problem:
     def floored(self) -> dict[str, float]:
         """The coordinates whose requested ``atol`` the floor raised, with the atol they step
         at (empty if none): the solver statistics' ``atol_floor``."""
-        if self.atol >= LOG_ATOL_FLOOR:
+        stepped = self.tolerance()
+        if isinstance(stepped, float):
             return {}
         names = self.system.coordinate_names
-        return {names[i]: LOG_ATOL_FLOOR for i in np.flatnonzero(self.log_coordinates)}
+        return {names[i]: float(stepped[i]) for i in np.flatnonzero(self.log_coordinates)}
 
     def margins(self, y) -> list[float]:
         return self.system.margins(y, *self.args)
