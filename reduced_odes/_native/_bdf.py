@@ -1,11 +1,12 @@
 """Native stiff integrator: SciPy's BDF, ported to numba to run a whole trajectory.
 
-This file is a *template*: it is never imported on its own.  The twin module
-of a model (:mod:`reduced_odes._native._twin`) is this source followed by the
-model's generated functions ``rhs``, ``jac`` (or ``block_rhs``, ``block_jac``
-of one independent block), ``margins``, ``state``, ``observables`` and
-``settled``, so that numba compiles and caches (beside the twin,
-``cache=True``) one self-contained module per model variant.
+One compiled integrator serves every system.  A system reaches it as a *system tuple*
+(:data:`SYSTEM_FIELDS`): the addresses of its compiled functions (``rates`` and
+``jacobian`` of the whole system or of one independent block, ``margins``, ``state``,
+``observables`` and ``settled``, C callbacks of the signatures below, generated in the
+system's twin, :mod:`reduced_odes._native._twin`) and its sizes.  The integrator calls
+them through their addresses, so that numba compiles and caches it once (``cache=True``,
+beside this file) for all systems, and a new system compiles only its own functions.
 
 One run of the integrator (``advance``) steps the whole system, or one block of
 it in that block's own time variable ``s`` (``s = t``, or ``s = ln(1 + t/t0)``).
@@ -77,16 +78,27 @@ import math
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-# Bound by the twin module that embeds this source (its generated functions follow).
-rhs = jac = block_rhs = block_jac = margins = state = observables = settled_into = None
-N_COORDINATES = N_ARGS = N_MARGINS = N_SERIES = N_CONSTANTS = 0
-#: The coordinates every leg steps, if the same for all (the whole system, or blocks of one
-#: size); 0 otherwise.
-LEG_SIZE = 0
+#: The system tuple's fields, in order: the addresses of the system's compiled functions,
+#: then its sizes (the coordinates, the domain's margins, the longest series buffer).
+SYSTEM_FIELDS = ("rates", "jacobian", "margins", "state", "observables", "settled",
+                 "n_coordinates", "n_margins", "n_series")
+(S_RATES, S_JACOBIAN, S_MARGINS, S_STATE, S_OBSERVABLES, S_SETTLED, S_N_COORDINATES,
+ S_N_MARGINS, S_N_SERIES) = range(len(SYSTEM_FIELDS))
+_VECTOR = (types.CPointer(types.float64), types.intp)  # an array: its data and length
+#: ``rates(t, y, n, args, n_args, out, n_out, block)``: ``out`` <- the rates of block
+#: ``block`` (the whole system if it has none) at ``y`` (``n`` coordinates); ``jacobian``
+#: the same with ``out`` an ``n x n`` matrix.
+RATES_SIGNATURE = types.void(types.float64, *_VECTOR, *_VECTOR, *_VECTOR, types.int64)
+#: ``margins``, ``state``, ``observables(y, n, args, n_args, out, n_out)``.
+SERIES_SIGNATURE = types.void(*_VECTOR, *_VECTOR, *_VECTOR)
+#: ``settled(t, y, n, args, n_args, constants, n_constants, values, n_values)``: the stop
+#: rule's value (``<= 0``: settled), ``values`` its buffer for the observables.
+SETTLED_SIGNATURE = types.float64(types.float64, *_VECTOR, *_VECTOR, *_VECTOR, *_VECTOR)
 
 MAX_ORDER = 5
 NEWTON_MAXITER = 4
@@ -170,12 +182,59 @@ def _borrowed(typingctx, array):
     return array(array), codegen
 
 
+def _c_arguments(context, builder, argument_types, values):
+    """The C callback's arguments and their LLVM types: an array as its data and its
+    length, a number as it is."""
+    arguments, llvm_types = [], []
+    for kind, value in zip(argument_types, values):
+        if isinstance(kind, types.Array):
+            array = context.make_array(kind)(context, builder, value=value)
+            arguments += [array.data, array.nitems]
+            llvm_types += [array.data.type, array.nitems.type]
+        else:
+            arguments.append(value)
+            llvm_types.append(context.get_value_type(kind))
+    return arguments, llvm_types
+
+
+@intrinsic
+def _call_rates(typingctx, address, t, y, args, out, block):
+    """``address(t, y, args, out, block)``: a system's rates or Jacobian (its C callback,
+    each array passed as its data and its length)."""
+    return _c_call(types.void, address, (t, y, args, out, block))
+
+
+@intrinsic
+def _call_series(typingctx, address, y, args, out):
+    """``address(y, args, out)``: a system's margins, state variables or observables."""
+    return _c_call(types.void, address, (y, args, out))
+
+
+@intrinsic
+def _call_settled(typingctx, address, t, y, args, constants, values):
+    """``address(t, y, args, constants, values)``: the system's stop rule, its value."""
+    return _c_call(types.float64, address, (t, y, args, constants, values))
+
+
+def _c_call(returns, address, argument_types):
+    """An intrinsic's signature and code generator: call the C function at ``address``."""
+    signature = returns(address, *argument_types)
+
+    def codegen(context, builder, sig, values):
+        arguments, llvm_types = _c_arguments(context, builder, argument_types, values[1:])
+        function_type = ir.FunctionType(context.get_value_type(returns)
+                                        if returns != types.void else ir.VoidType(), llvm_types)
+        function = builder.inttoptr(values[0], function_type.as_pointer())
+        result = builder.call(function, arguments)
+        return result if returns != types.void else context.get_dummy_value()
+
+    return signature, codegen
+
+
 @njit(**_INLINE)
 def _size(x):
-    """``x``'s length (its first axis) in a step: the twin's ``LEG_SIZE`` if it sets one, a
-    compile-time constant, so that LLVM unrolls the loops over the coordinates (a fifth
-    of the stepping time at size 2); else read from ``x``."""
-    return LEG_SIZE if LEG_SIZE > 0 else x.shape[0]
+    """``x``'s length (its first axis)."""
+    return x.shape[0]
 
 
 @njit(**_JIT)
@@ -274,20 +333,20 @@ def _all_finite(x):
 
 
 @njit(**_INLINE)
-def _rates(s, y, args, out, fws, iws):
+def _rates(s, y, args, out, fws, iws, system):
     """``out`` <- ``dy/ds`` of the system or block ``iws[I_BLOCK]`` in its time ``s``."""
     t0 = fws[F_T0]
     if t0 > 0.0:
         t = t0 * math.expm1(s)
-        block_rhs(t, y, args, out, iws[I_BLOCK])
+        _call_rates(system[S_RATES], t, y, args, out, iws[I_BLOCK])
         for i in range(_size(y)):
             out[i] *= t0 + t  # dt/ds
     else:
-        block_rhs(s, y, args, out, iws[I_BLOCK])
+        _call_rates(system[S_RATES], s, y, args, out, iws[I_BLOCK])
 
 
 @njit(**_JIT)
-def _initial_step(t0, t_bound, rtol, atol, args, fws, iws, ws):
+def _initial_step(t0, t_bound, rtol, atol, args, fws, iws, ws, system):
     """SciPy's ``select_initial_step`` (Hairer, Norsett & Wanner, Sec. II.4), order 1, at
     ``(t0, ws.y)`` with ``ws.f = f(t0, y0)``."""
     y0, f0, scale, trial_y, f1 = ws.y, ws.f, ws.scale, ws.y_predict, ws.dy
@@ -298,7 +357,7 @@ def _initial_step(t0, t_bound, rtol, atol, args, fws, iws, ws):
     h0 = min(h0, interval)
     for i in range(_size(y0)):
         trial_y[i] = y0[i] + h0 * f0[i]
-    _rates(t0 + h0, trial_y, args, f1, fws, iws)
+    _rates(t0 + h0, trial_y, args, f1, fws, iws, system)
     iws[I_NFEV] += 1
     for i in range(_size(y0)):
         f1[i] -= f0[i]
@@ -311,18 +370,18 @@ def _initial_step(t0, t_bound, rtol, atol, args, fws, iws, ws):
 
 
 @njit(**_JIT)
-def _start(rtol, atol, args, fws, iws, d, jm, ws):
+def _start(rtol, atol, args, fws, iws, d, jm, ws, system):
     """Initialise at ``(fws[F_T], d[0])``: ``D[1] = h f0``, order 1, the first Jacobian;
     False (nothing set) if the rates or the first step there are not finite (deviation:
     SciPy would step on with a NaN step size, which no bound on it stops)."""
     t0, n = fws[F_T], _size(d[0])
     for i in range(n):
         ws.y[i] = d[0, i]
-    _rates(t0, ws.y, args, ws.f, fws, iws)
+    _rates(t0, ws.y, args, ws.f, fws, iws, system)
     iws[I_NFEV] += 1
     if not _all_finite(ws.f):
         return False
-    h_abs = _initial_step(t0, fws[F_BOUND], rtol, atol, args, fws, iws, ws)
+    h_abs = _initial_step(t0, fws[F_BOUND], rtol, atol, args, fws, iws, ws, system)
     if not (math.isfinite(h_abs) and h_abs > 0.0):
         return False
     for i in range(n):
@@ -333,7 +392,7 @@ def _start(rtol, atol, args, fws, iws, d, jm, ws):
             jm[i, j] = np.nan  # SciPy evaluates the Jacobian once at the start
     fws[F_H_ABS] = h_abs
     iws[I_ORDER], iws[I_EQUAL], iws[I_LU_OK] = 1, 0, 0
-    _jacobian(t0, ws.y, args, jm, fws, iws, ws.trial)
+    _jacobian(t0, ws.y, args, jm, fws, iws, ws.trial, system)
     return True
 
 
@@ -343,10 +402,11 @@ _Workspace = namedtuple("_Workspace", ["y_predict", "psi", "scale", "y", "dd", "
                                        "trial", "rows", "buffer"])
 
 
-def scratch_size(n):
-    """The length of the flat scratch array that :func:`_workspace` divides up."""
+def scratch_size(n, buffer):
+    """The length of the flat scratch array that :func:`_workspace` divides up, for ``n``
+    coordinates and a series buffer of length ``buffer``."""
     size = MAX_ORDER + 1
-    return 7 * n + n * n + size * n + max(N_SERIES, N_MARGINS, 1)
+    return 7 * n + n * n + size * n + buffer
 
 
 @njit(**_JIT)
@@ -364,7 +424,7 @@ def _workspace(scratch, n):
 
 
 @njit(**_INLINE)
-def _newton(t_new, c, lu, piv, tol, args, fws, iws, ws):
+def _newton(t_new, c, lu, piv, tol, args, fws, iws, ws, system):
     """SciPy's ``solve_bdf_system``: simplified Newton on the BDF equations.
 
     Reads ``ws.y_predict``, ``ws.psi``, ``ws.scale``; leaves the iterate in ``ws.y`` and
@@ -378,7 +438,7 @@ def _newton(t_new, c, lu, piv, tol, args, fws, iws, ws):
     converged = False
     k = 0
     for k in range(NEWTON_MAXITER):
-        _rates(t_new, y, args, f, fws, iws)
+        _rates(t_new, y, args, f, fws, iws, system)
         iws[I_NFEV] += 1
         if not _all_finite(f):
             break
@@ -407,12 +467,13 @@ def _newton(t_new, c, lu, piv, tol, args, fws, iws, ws):
 
 
 @njit(**_JIT)
-def _jacobian(s, y, args, jm, fws, iws, trial):
+def _jacobian(s, y, args, jm, fws, iws, trial, system):
     """``jm`` <- the Jacobian at ``(s, y)`` in ``t`` (``d rates / dy``, without the factor
     ``dt/ds``, which ``_step`` applies: a Jacobian that stays valid while ``dt/ds`` grows),
     unless it is not finite (then the last one stays)."""
     t0 = fws[F_T0]
-    block_jac(t0 * math.expm1(s) if t0 > 0.0 else s, y, args, trial, iws[I_BLOCK])
+    _call_rates(system[S_JACOBIAN], t0 * math.expm1(s) if t0 > 0.0 else s, y, args, trial,
+                iws[I_BLOCK])
     iws[I_NJEV] += 1
     for i in range(_size(trial[0])):
         if not _all_finite(trial[i]):
@@ -448,16 +509,17 @@ def _factor(c, t_new, jm, lu, piv, fws, iws, n):
 
 
 @njit(**_INLINE)
-def _solve_stage(t_new, c, current_jac, newton_tol, args, fws, iws, jm, lu, piv, ws, n):
+def _solve_stage(t_new, c, current_jac, newton_tol, args, fws, iws, jm, lu, piv, ws, n,
+                 system):
     """Newton on the step's equations with the Jacobian as it is, then once more with a
     fresh one; (converged, iterations, whether the Jacobian is now current)."""
     converged, n_iter = False, 0
     for _attempt in range(2):
         _factor(c, t_new, jm, lu, piv, fws, iws, n)
-        converged, n_iter = _newton(t_new, c, lu, piv, newton_tol, args, fws, iws, ws)
+        converged, n_iter = _newton(t_new, c, lu, piv, newton_tol, args, fws, iws, ws, system)
         if converged or current_jac:
             break
-        _jacobian(t_new, ws.y_predict, args, jm, fws, iws, ws.trial)
+        _jacobian(t_new, ws.y_predict, args, jm, fws, iws, ws.trial, system)
         iws[I_LU_OK] = 0
         current_jac = True
     return converged, n_iter, current_jac
@@ -497,7 +559,7 @@ def _to_bound(t, t_bound, h_abs, d, order, iws, ws):
 
 
 @njit(**_INLINE)
-def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
+def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws, system):
     """One accepted step of SciPy's ``BDF._step_impl``: ``ACCEPTED``, or why none was:
     ``TOO_SMALL`` (the step size fell below ``min_step``), ``NOT_FINITE`` (it became NaN or
     infinite; deviation: SciPy's ``h_abs < min_step`` is never true of a NaN, and its loop
@@ -530,11 +592,11 @@ def _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws):
         if fws[F_T0] > 0.0:
             iws[I_LU_OK] = 0  # dt/ds grows at every step: the factors are made anew
         if refresh:  # deviation: not the Jacobian of the rejected trial (see the docstring)
-            _jacobian(t_new, ws.y_predict, args, jm, fws, iws, ws.trial)
+            _jacobian(t_new, ws.y_predict, args, jm, fws, iws, ws.trial, system)
             iws[I_LU_OK] = 0
             current_jac, refresh = True, False
         converged, n_iter, current_jac = _solve_stage(t_new, c, current_jac, newton_tol, args,
-                                                      fws, iws, jm, lu, piv, ws, n)
+                                                      fws, iws, jm, lu, piv, ws, n, system)
         if not converged:
             h_abs *= 0.5
             _change_d(d, order, 0.5, ws)
@@ -581,7 +643,7 @@ def _choose_order(order, error_norm, safety, fws, iws, d, ws):
 
 @njit(**_JIT)
 def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, ds, limit,
-            scratch):
+            scratch, system):
     """Step until ``s`` reaches ``fws[F_BOUND]``, the state settles, the domain edge is
     crossed, ``limit`` steps are recorded, or a step fails (``TOO_SMALL``, ``NOT_FINITE``:
     also rates that are not finite at the start, ``NO_STEP``); the status.
@@ -599,15 +661,16 @@ def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, 
     whole = iws[I_BLOCK] < 0
     newton_tol = max(10 * EPS / rtol, min(0.03, rtol ** 0.5))  # once, as SciPy's __init__
     if iws[I_ORDER] == 0:
-        if not _start(rtol, atol, args, fws, iws, d, jm, ws):
+        if not _start(rtol, atol, args, fws, iws, d, jm, ws, system):
             return NOT_FINITE
-        if fws[F_SETTLE] >= 0 and settled_into(fws[F_T], ws.y, args, consts, ws.buffer) <= 0:
+        if fws[F_SETTLE] >= 0 and _call_settled(system[S_SETTLED], fws[F_T], ws.y, args,
+                                                consts, ws.buffer) <= 0:
             return STARTED_SETTLED
     k = iws[I_STEPS]
     while k + 1 < limit:
         if fws[F_T] >= fws[F_BOUND]:
             return REACHED
-        stepped = _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws)
+        stepped = _step(rtol, atol, newton_tol, args, fws, iws, d, jm, lu, piv, ws, system)
         if stepped != ACCEPTED:
             return stepped
         k += 1
@@ -621,12 +684,13 @@ def advance(rtol, atol, args, consts, fws, iws, d, jm, lu, piv, ts, hs, orders, 
             y[i] = d[0, i]
             for j in range(ds.shape[1]):
                 ds[k, j, i] = d[j, i] if j <= order else 0.0
-        if N_MARGINS and whole:  # a domain condition violated: a margin <= 0
-            margins(y, args, ws.buffer)
-            for i in range(N_MARGINS):
+        if system[S_N_MARGINS] and whole:  # a domain condition violated: a margin <= 0
+            _call_series(system[S_MARGINS], y, args, ws.buffer)
+            for i in range(system[S_N_MARGINS]):
                 if ws.buffer[i] <= 0:
                     return EDGE
-        if fws[F_SETTLE] >= 0 and settled_into(fws[F_T], y, args, consts, ws.buffer) <= 0:
+        if fws[F_SETTLE] >= 0 and _call_settled(system[S_SETTLED], fws[F_T], y, args, consts,
+                                                ws.buffer) <= 0:
             return SETTLED
     return FULL
 
@@ -760,32 +824,30 @@ def merge(ts, hs, orders, ds, counts, t0s, index, steps, y_steps):
 
 
 @njit(**_JIT)
-def _past(y, kind, index, level, sign, args, buffer):
+def _past(y, kind, index, level, sign, args, buffer, system):
     """How far series ``index`` of ``kind`` (0 coordinate, 1 state variable, 2 observable)
     is past ``level`` at ``y``, in the crossing's direction: ``sign (value - level)``, which
     turns ``>= 0`` at the crossing."""
     if kind == 0:
         value = y[index]
     else:
-        if kind == 1:
-            state(y, args, buffer)
-        else:
-            observables(y, args, buffer)
+        _call_series(system[S_STATE] if kind == 1 else system[S_OBSERVABLES], y, args, buffer)
         value = buffer[index]
     return sign * (value - level)
 
 
 @njit(**_JIT)
-def _root_between(a, b, kind, index, level, sign, args, record, y, part, hints, buffer):
+def _root_between(a, b, kind, index, level, sign, args, record, y, part, hints, buffer,
+                  system):
     """First ``t`` in ``[a, b]`` where ``sign (quantity - level)`` turns ``>= 0``:
     regula falsi (Illinois) safeguarded by bisection, to a few ulps of ``t``."""
     ts, hs, orders, ds, counts, t0s, where = record
     _state_at(a, ts, hs, orders, ds, counts, t0s, where, y, part, hints)
-    ga = _past(y, kind, index, level, sign, args, buffer)
+    ga = _past(y, kind, index, level, sign, args, buffer, system)
     if ga >= 0:
         return a
     _state_at(b, ts, hs, orders, ds, counts, t0s, where, y, part, hints)
-    gb = _past(y, kind, index, level, sign, args, buffer)
+    gb = _past(y, kind, index, level, sign, args, buffer, system)
     if gb < 0:  # interpolation round-off at the step end: the step end is the crossing
         return b
     side = 0
@@ -796,7 +858,7 @@ def _root_between(a, b, kind, index, level, sign, args, record, y, part, hints, 
         if not (a < m < b):
             m = 0.5 * (a + b)
         _state_at(m, ts, hs, orders, ds, counts, t0s, where, y, part, hints)
-        gm = _past(y, kind, index, level, sign, args, buffer)
+        gm = _past(y, kind, index, level, sign, args, buffer, system)
         if gm >= 0:
             b, gb = m, gm
             if side == 1:
@@ -813,17 +875,17 @@ def _root_between(a, b, kind, index, level, sign, args, record, y, part, hints, 
 
 
 @njit(**_JIT)
-def _first_monotone(steps, y_steps, kind, index, level, sign, args, buffer):
+def _first_monotone(steps, y_steps, kind, index, level, sign, args, buffer, system):
     """The first merged step where ``sign (quantity - level) >= 0`` for a quantity monotone
     along the flow, by bisection as the pure path's ``first_index``; -1 if none."""
     lo, hi = 0, steps.size - 1
-    if _past(y_steps[hi], kind, index, level, sign, args, buffer) < 0:
+    if _past(y_steps[hi], kind, index, level, sign, args, buffer, system) < 0:
         return -1
-    if _past(y_steps[lo], kind, index, level, sign, args, buffer) >= 0:
+    if _past(y_steps[lo], kind, index, level, sign, args, buffer, system) >= 0:
         return 0
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _past(y_steps[mid], kind, index, level, sign, args, buffer) < 0:
+        if _past(y_steps[mid], kind, index, level, sign, args, buffer, system) < 0:
             lo = mid
         else:
             hi = mid
@@ -832,7 +894,7 @@ def _first_monotone(steps, y_steps, kind, index, level, sign, args, buffer):
 
 @njit(**_ALLOCATING)
 def crossings(kinds, indices, levels, signs, monotone, args, steps, y_steps, ts, hs, orders,
-              ds, counts, t0s, index, out):
+              ds, counts, t0s, index, out, system):
     """``out[c]`` <- the first time crossing ``c`` happens (NaN: never), from the states
     ``y_steps`` at the (merged, increasing) step times ``steps``: a ``monotone`` one's step
     by bisection, the others' by one scan that reads each state once for every pending
@@ -841,15 +903,15 @@ def crossings(kinds, indices, levels, signs, monotone, args, steps, y_steps, ts,
     ts, hs, orders, ds = _borrowed(ts), _borrowed(hs), _borrowed(orders), _borrowed(ds)
     counts, t0s, index = _borrowed(counts), _borrowed(t0s), _borrowed(index)
     record = (ts, hs, orders, ds, counts, t0s, index)
-    root_y, part = np.empty(N_COORDINATES), np.empty(ds.shape[3])
+    root_y, part = np.empty(system[S_N_COORDINATES]), np.empty(ds.shape[3])
     root_hints = np.zeros(counts.size, np.int64)
-    buffers = np.empty((3, max(N_SERIES, 1)))
+    buffers = np.empty((3, system[S_N_SERIES]))
     found = np.full(kinds.size, -1, np.int64)  # each crossing's step; -1: not (yet) found
     waiting = np.zeros(3, np.int64)  # pending scanned crossings of each kind: a series of a
     for c in range(kinds.size):  # kind is evaluated only while one of them is pending
         if monotone[c]:
             found[c] = _first_monotone(steps, y_steps, kinds[c], indices[c], levels[c],
-                                       signs[c], args, buffers[2])
+                                       signs[c], args, buffers[2], system)
         else:
             waiting[kinds[c]] += 1
     for m in range(steps.size):
@@ -857,9 +919,9 @@ def crossings(kinds, indices, levels, signs, monotone, args, steps, y_steps, ts,
             break
         y = y_steps[m]
         if waiting[1]:
-            state(y, args, buffers[0])
+            _call_series(system[S_STATE], y, args, buffers[0])
         if waiting[2]:
-            observables(y, args, buffers[1])
+            _call_series(system[S_OBSERVABLES], y, args, buffers[1])
         for c in range(kinds.size):
             if monotone[c] or found[c] >= 0:
                 continue
@@ -871,47 +933,47 @@ def crossings(kinds, indices, levels, signs, monotone, args, steps, y_steps, ts,
         m = found[c]
         out[c] = np.nan if m < 0 else steps[0] if m == 0 else _root_between(
             steps[m - 1], steps[m], kinds[c], indices[c], levels[c], signs[c], args, record,
-            root_y, part, root_hints, buffers[2])
+            root_y, part, root_hints, buffers[2], system)
 
 
 @njit(**_ALLOCATING)
-def first_events(steps, y_steps, start, args, consts, edges, rule):
+def first_events(steps, y_steps, start, args, consts, edges, rule, system):
     """``(m, what)``: the first ``m >= start`` where, at ``steps[m]`` (the state
     ``y_steps[m]``), a domain margin is ``<= 0`` (``what = 0``; if ``edges``) or the
     generated stop rule holds (``what = 1``; if ``rule``); ``(-1, -1)`` if neither happens."""
     steps, y_steps = _borrowed(steps), _borrowed(y_steps)
     args, consts = _borrowed(args), _borrowed(consts)
-    buffer = np.empty(max(N_SERIES, 1))
+    buffer = np.empty(system[S_N_SERIES])
     for m in range(start, steps.size):
         y = y_steps[m]
-        if edges and N_MARGINS:
-            margins(y, args, buffer)
-            for i in range(N_MARGINS):
+        if edges and system[S_N_MARGINS]:
+            _call_series(system[S_MARGINS], y, args, buffer)
+            for i in range(system[S_N_MARGINS]):
                 if buffer[i] <= 0:
                     return m, 0
-        if rule and settled_into(steps[m], y, args, consts, buffer) <= 0:
+        if rule and _call_settled(system[S_SETTLED], steps[m], y, args, consts, buffer) <= 0:
             return m, 1
     return -1, -1
 
 
 @njit(**_ALLOCATING)
-def settle_time(a, b, args, consts, ts, hs, orders, ds, counts, t0s, index):
+def settle_time(a, b, args, consts, ts, hs, orders, ds, counts, t0s, index, system):
     """Where the generated stop rule turns ``<= 0`` in ``[a, b]``, by bisection."""
     ts, hs, orders, ds = _borrowed(ts), _borrowed(hs), _borrowed(orders), _borrowed(ds)
     args, consts, counts = _borrowed(args), _borrowed(consts), _borrowed(counts)
     t0s, index = _borrowed(t0s), _borrowed(index)
-    y, part = np.empty(N_COORDINATES), np.empty(ds.shape[3])
+    y, part = np.empty(system[S_N_COORDINATES]), np.empty(ds.shape[3])
     hints = np.zeros(counts.size, np.int64)
-    buffer = np.empty(max(N_SERIES, 1))
+    buffer = np.empty(system[S_N_SERIES])
     _state_at(a, ts, hs, orders, ds, counts, t0s, index, y, part, hints)
-    if settled_into(a, y, args, consts, buffer) <= 0:
+    if _call_settled(system[S_SETTLED], a, y, args, consts, buffer) <= 0:
         return a
     for _ in range(BISECTIONS):
         if not b - a > 4 * EPS * max(abs(a), abs(b)):
             break
         m = 0.5 * (a + b)
         _state_at(m, ts, hs, orders, ds, counts, t0s, index, y, part, hints)
-        if settled_into(m, y, args, consts, buffer) <= 0:
+        if _call_settled(system[S_SETTLED], m, y, args, consts, buffer) <= 0:
             b = m
         else:
             a = m
@@ -919,16 +981,16 @@ def settle_time(a, b, args, consts, ts, hs, orders, ds, counts, t0s, index):
 
 
 @njit(**_JIT)
-def series_into(ys, args, states, values):
+def series_into(ys, args, states, values, system):
     """State variables and observables (with the margins) at the rows of ``ys``."""
     for i in range(ys.shape[0]):
-        state(ys[i], args, states[i])
-        observables(ys[i], args, values[i])
+        _call_series(system[S_STATE], ys[i], args, states[i])
+        _call_series(system[S_OBSERVABLES], ys[i], args, values[i])
 
 
 @njit(**_ALLOCATING)
 def outputs(times, args, steps, y_steps, ts, hs, orders, ds, counts, t0s, index, ys, states,
-            values, kinds, indices, levels, signs, monotone, crossed):
+            values, kinds, indices, levels, signs, monotone, crossed, system):
     """A finished run's outputs: the dense output at ``times`` into ``ys`` (its first row
     the initial state; a block's last step exactly where it ends at the last time), the
     series at those rows, and the crossing times into ``crossed`` (from ``y_steps``, the
@@ -942,6 +1004,23 @@ def outputs(times, args, steps, y_steps, ts, hs, orders, ds, counts, t0s, index,
                 ys[0, index[b, i]] = ds[b, 0, 0, i]
                 if at_end:
                     ys[last, index[b, i]] = ds[b, counts[b] - 1, 0, i]
-    series_into(ys, args, states, values)
+    series_into(ys, args, states, values, system)
     crossings(kinds, indices, levels, signs, monotone, args, steps, y_steps, ts, hs, orders, ds,
-              counts, t0s, index, crossed)
+              counts, t0s, index, crossed, system)
+
+
+#: The entry points that take a system tuple, as their last argument.
+SYSTEM_ENTRIES = ("advance", "crossings", "first_events", "settle_time", "series_into",
+                  "outputs")
+
+
+def bound(system: tuple) -> tuple:
+    """:data:`SYSTEM_ENTRIES` with ``system`` (a system tuple) bound as their last argument,
+    in that order: a twin's entry points."""
+    def binding(entry):
+        def call(*arguments):
+            return entry(*arguments, system)
+        call.__name__ = call.__qualname__ = entry.__name__
+        return call
+
+    return tuple(binding(globals()[name]) for name in SYSTEM_ENTRIES)

@@ -27,7 +27,7 @@ from .._setting import Setting
 from .._trajectory import DomainError, _series_at
 from ._legs import _legs, _Merged
 from ._solve import _RTOL_FLOOR, TIGHTER, _crossing_arrays, _extend, _Rule, _twin_for
-from ._twin import compiled_once
+from ._twin import engine_once
 
 __all__ = ["phase_time"]
 
@@ -75,7 +75,7 @@ def _early(setting: Setting, phase: str) -> float | None:
     if not rule.native or crossing is None:
         return None
     try:
-        with compiled_once(twin):
+        with engine_once(twin):
             return _stepped_to(twin, inner, rule, crossing, _legs(twin, inner, constants)[0])
     except (DomainError, ArithmeticError):
         return None

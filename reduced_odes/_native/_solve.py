@@ -29,7 +29,7 @@ from .._problem import Problem
 from .._stop_rules import SettledRule
 from .._trajectory import DomainError
 from ._legs import BdfSolution, _Leg, _legs, _Merged, _Record, _stacked
-from ._twin import compiled_once, load_twin
+from ._twin import engine_once, load_twin
 
 #: Steps per native call when the model's stop rule is applied in Python: the
 #: run may overshoot its end by up to this many (discarded) steps.
@@ -265,7 +265,7 @@ class NativeBdf:
         inner = dataclasses.replace(problem, rtol=max(problem.rtol * TIGHTER, _RTOL_FLOOR),
                                     atol=problem.atol * TIGHTER)
         twin, constants = _twin_for(inner)
-        with compiled_once(twin):
+        with engine_once(twin):
             return NativeBdf._run(twin, inner, constants)
 
     @staticmethod

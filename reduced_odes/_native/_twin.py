@@ -1,20 +1,24 @@
 """The numba twin of a compiled system: generated mechanically from the Python module.
 
 The twin of ``system-<key>.py`` is ``native-<twin key>.py`` in the same cache
-directory.  It is the native integrator's source (``_bdf.py``) followed by the
-system's functions, rewritten by an AST transformation so that numba can
-compile them: the state is read by index, the parameters arrive as one array,
-and the results are written into an output array instead of returned as a
-list.  The expressions themselves are not touched, so both backends evaluate
-the same arithmetic.  Every function is ``njit(cache=True)``: numba keeps its
-machine code beside the twin, so a warm start compiles nothing.
+directory.  It holds the system's functions, rewritten by an AST transformation
+so that numba can compile them: the state is read by index, the parameters
+arrive as one array, and the results are written into an output array instead
+of returned as a list.  The expressions themselves are not touched, so both
+backends evaluate the same arithmetic.  Each is wrapped as a C callback, and the
+twin hands their addresses, as its *system tuple*, to the native integrator
+(:mod:`reduced_odes._native._bdf`), which is compiled once for every system: a
+new system compiles only its own functions.  Everything is ``cache=True``: numba
+keeps its machine code beside the twin (and beside the integrator), so a warm
+start compiles nothing.
 
 The twin key hashes the system module, the integrator source, the kernels
 module's source, the numba version and the model's native stop rule, so a
-change to any of them makes a new twin.  On a twin's first compile, with a
-second core, another process compiles its scans meanwhile
+change to any of them makes a new twin.  On the integrator's first compile, with
+a second core, another process compiles its scans meanwhile
 (:mod:`reduced_odes._native._precompile`), and the run loads them from the cache.
-Processes sharing a cache compile a twin once between them (:func:`compiled_once`).
+Processes sharing a cache compile a twin, and the integrator, once between them
+(:func:`compiled_once`).
 """
 
 from __future__ import annotations
@@ -36,11 +40,12 @@ from types import ModuleType
 from .._compile import CompiledSystem, write_cache_files
 from .._io import exclusive
 
-__all__ = ["compiled_once", "load_twin", "twin_source"]
+__all__ = ["ENGINE", "compiled_once", "engine_once", "load_twin", "twin_source"]
 
 #: Bump when the twin's shape changes.
-TWIN_VERSION = "9"
-_TEMPLATE = Path(__file__).with_name("_bdf.py")
+TWIN_VERSION = "10"
+#: The native integrator's source, compiled once for every system.
+ENGINE = Path(__file__).with_name("_bdf.py")
 #: Generated functions, with the leading arguments they keep (``t`` for the flow).
 _FUNCTIONS = {"rhs": ("t", "y"), "jac": ("t", "y"), "margins": ("y",), "state": ("y",),
               "observables": ("y",)}
@@ -130,12 +135,6 @@ def _block_dispatch(count: int) -> str:
     return "\n\n\n".join(parts)
 
 
-def _leg_size(system: CompiledSystem) -> int:
-    """The coordinates each leg of a run steps, if the same for every leg; else 0."""
-    sizes = {len(block) for block in system.blocks} or {system.size}
-    return sizes.pop() if len(sizes) == 1 else 0
-
-
 def _guards(expression: str, observables: set[str]) -> list[str]:
     """Early returns for a rule ``max(a, b, ...)``: each argument that reads no observable,
     if positive, decides that the rule does not hold, before the observables are evaluated.
@@ -202,26 +201,80 @@ def twin_source(system: CompiledSystem, rule=None) -> tuple[str, str]:
     generated = "\n\n".join([_numerical_kernels(tree), *(
         f"{_DECORATOR}\n{ast.unparse(ast.fix_missing_locations(f))}" for f in functions)])
     settled = _settled_source(system, rule)
-    template = _TEMPLATE.read_text(encoding="utf-8")
-    material = "|".join([text, template, kernel_source, numba.__version__, TWIN_VERSION,
+    engine = ENGINE.read_text(encoding="utf-8")
+    material = "|".join([text, engine, kernel_source, numba.__version__, TWIN_VERSION,
                          settled])
     key = hashlib.sha256(material.encode()).hexdigest()[:24]
     body = "\n".join([
-        template,
-        f"\n# ---- generated from {system.path.name} for model {system.model!r}, variant "
-        f"{system.variant!r}; twin key {key}. Do not edit.",
-        "from reduced_odes._native._kernels import jit_kernels  # noqa: E402",
-        *kernels,
+        f'"""The native twin of {system.path.name}, model {system.model!r}, variant '
+        f'{system.variant!r}; twin key {key}.  Generated: do not edit."""',
+        _HEADER, *kernels,
         f"N_COORDINATES = {system.size}",
         f"N_ARGS = {n_args}",
-        f"LEG_SIZE = {_leg_size(system)}",
         f"N_MARGINS = {n_margins}",
         f"N_SERIES = {n_series}",
         f"HAS_SETTLED_RULE = {rule is not None}",
         f"N_CONSTANTS = {len(rule.constants) if rule else 0}",
-        "", generated, "", _block_dispatch(len(system.blocks)), "", settled, ""])
+        "", generated, "", _block_dispatch(len(system.blocks)), "", settled, "", _CALLBACKS])
     return body, key
 
+
+_HEADER = """import math
+
+import numpy as np
+from numba import carray, cfunc, njit
+
+from reduced_odes._native import _bdf as _engine
+from reduced_odes._native._bdf import *  # noqa: F403  the integrator's constants, merge, ...
+from reduced_odes._native._bdf import _ALLOCATING, _INLINE, _JIT
+from reduced_odes._native._kernels import jit_kernels
+"""
+
+#: The C callbacks the integrator calls (:data:`reduced_odes._native._bdf.SYSTEM_FIELDS`),
+#: the system tuple and the entry points with it bound.
+_CALLBACKS = """_CALLBACK = dict(cache=True, error_model="numpy", nogil=True)
+
+
+@cfunc(RATES_SIGNATURE, **_CALLBACK)
+def c_rates(t, y, n, args, n_args, out, n_out, block):
+    block_rhs(t, carray(y, n), carray(args, n_args), carray(out, n), block)
+
+
+@cfunc(RATES_SIGNATURE, **_CALLBACK)
+def c_jacobian(t, y, n, args, n_args, out, n_out, block):
+    block_jac(t, carray(y, n), carray(args, n_args), carray(out, (n, n)), block)
+
+
+@cfunc(SERIES_SIGNATURE, **_CALLBACK)
+def c_margins(y, n, args, n_args, out, n_out):
+    margins(carray(y, n), carray(args, n_args), carray(out, n_out))
+
+
+@cfunc(SERIES_SIGNATURE, **_CALLBACK)
+def c_state(y, n, args, n_args, out, n_out):
+    state(carray(y, n), carray(args, n_args), carray(out, n_out))
+
+
+@cfunc(SERIES_SIGNATURE, **_CALLBACK)
+def c_observables(y, n, args, n_args, out, n_out):
+    observables(carray(y, n), carray(args, n_args), carray(out, n_out))
+
+
+@cfunc(SETTLED_SIGNATURE, **_CALLBACK)
+def c_settled(t, y, n, args, n_args, c, n_c, values, n_values):
+    return settled_into(t, carray(y, n), carray(args, n_args), carray(c, n_c),
+                        carray(values, n_values))
+
+
+SYSTEM = (c_rates.address, c_jacobian.address, c_margins.address, c_state.address,
+          c_observables.address, c_settled.address, N_COORDINATES, N_MARGINS,
+          max(N_SERIES, N_MARGINS, 1))
+advance, crossings, first_events, settle_time, series_into, outputs = _engine.bound(SYSTEM)
+
+
+def scratch_size(n):
+    return _engine.scratch_size(n, SYSTEM[S_N_SERIES])
+"""
 
 _LOADED: dict[tuple, ModuleType] = {}
 
@@ -236,18 +289,20 @@ def _numba_cache_dir(path: Path) -> Path:
     return path.parent / "__pycache__"
 
 
-def _first_compile_notice(system: CompiledSystem, path: Path) -> bool:
-    """Whether numba has no cached machine code for this twin yet; if so, one line says so
-    on stderr when it is a terminal (someone is waiting for the compile).  Read by a program,
-    stderr carries only warnings and errors: a failure's exit-2 line stays the one line,
-    even when the retry on this backend compiles first."""
-    cache = _numba_cache_dir(path)
-    if any(cache.glob(f"{path.stem}.*.nbi")):
-        return False
-    if _interactive():
-        print(f"reduced-odes: compiling the native integrator for model {system.model!r} "
-              f"({system.variant}) with numba, once; cached in {cache}", file=sys.stderr)
-    return True
+def _cached(path: Path, entry: str) -> bool:
+    """Whether numba has machine code cached for the function ``entry`` of ``path``."""
+    return any(_numba_cache_dir(path).glob(f"{path.stem}.{entry}-*.nbi"))
+
+
+def _first_compile_notice(system: CompiledSystem, path: Path) -> None:
+    """If numba has no cached machine code for this twin (or the integrator) yet, one line
+    says so on stderr when it is a terminal (someone is waiting for the compile).  Read by
+    a program, stderr carries only warnings and errors: a failure's exit-2 line stays the
+    one line, even when the retry on this backend compiles first."""
+    if _interactive() and not (_cached(path, "c_rates") and _cached(ENGINE, "advance")):
+        print(f"reduced-odes: compiling model {system.model!r} ({system.variant}) for the "
+              f"native integrator with numba, once; cached in {_numba_cache_dir(path)}",
+              file=sys.stderr)
 
 
 #: Modules whose entry point this process has found compiled (cached, or compiled here).
@@ -257,10 +312,12 @@ _HOLDING = threading.local()
 
 
 @contextlib.contextmanager
-def compiled_once(module: ModuleType, entry: str = "advance") -> Iterator[bool]:
-    """Run the block (a run on a twin, or the first calls of a generated module) holding the
-    module's compile lock while numba has no machine code cached for its ``entry`` (a
-    twin's stepping, ``advance``).
+def compiled_once(source: ModuleType | Path, entry: str = "advance",
+                  lock: Path | None = None) -> Iterator[bool]:
+    """Run the block (an import of a twin, a run on the integrator, or the first calls of a
+    generated module) holding the compile lock of ``source`` (a module or its file) while
+    numba has no machine code cached for its ``entry`` (the integrator's stepping,
+    ``advance``).  The lock is the file ``lock``, by default beside ``source``.
 
     Processes sharing a cache (a test session's workers, a sweep's pool) would otherwise
     each compile a cold module, the same tens of seconds of CPU: the second now waits for
@@ -269,17 +326,17 @@ def compiled_once(module: ModuleType, entry: str = "advance") -> Iterator[bool]:
     another, so no two processes can wait for each other.  The block is given whether it
     holds the lock (``entry`` was not found compiled).
     """
-    path = Path(module.__file__)
+    path = source if isinstance(source, Path) else Path(source.__file__)
     if path.stem in _READY or getattr(_HOLDING, "module", None) is not None:
         yield False
         return
-    if any(_numba_cache_dir(path).glob(f"{path.stem}.{entry}-*.nbi")):
+    if _cached(path, entry):
         _READY.add(path.stem)
         yield False
         return
     _HOLDING.module = path.stem
     try:
-        with exclusive(path.with_name(f"{path.stem}.compile.lock")):
+        with exclusive(lock or path.with_name(f"{path.stem}.compile.lock")):
             yield True
         _READY.add(path.stem)
     finally:
@@ -299,15 +356,22 @@ def import_twin(path: Path, name: str) -> ModuleType:
     return module
 
 
-#: Processes compiling a first twin's scans, kept until seen finished (``poll`` reaps them).
+def engine_once(twin: ModuleType):
+    """:func:`compiled_once` for a run of the integrator on ``twin``, with the lock in the
+    twin's compile cache (the package's directory may not be writable)."""
+    return compiled_once(ENGINE, "advance", Path(twin.__file__).with_name("engine.compile.lock"))
+
+
+#: Processes compiling the integrator's scans, kept until seen finished (``poll`` reaps them).
 _ASIDE: list = []
 
 
 def _compile_scans_aside(path: Path, name: str) -> None:
-    """On a first compile, with a second core: compile the twin's scans (about a third of
-    the compile) in another process while this one compiles the stepping; both cache what
-    they compile, and this one loads the scans from that cache if they are ready when the
-    run reaches them, else compiles them itself.  A failure there costs nothing here."""
+    """On the integrator's first compile, with a second core: compile its scans (about a
+    third of the compile) in another process, through the twin at ``path``, while this one
+    compiles the stepping; both cache what they compile, and this one loads the scans from
+    that cache if they are ready when the run reaches them, else compiles them itself.  A
+    failure there costs nothing here."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
         os.cpu_count() or 1
     if cores < 2:
@@ -347,10 +411,11 @@ def load_twin(system: CompiledSystem, rule=None) -> ModuleType:
     if not path.exists() or path.read_text(encoding="utf-8") != body:
         # Through the cache's writer: on a full disk the twin goes to the temporary cache.
         path = write_cache_files(path.parent, {path.name: body}) / path.name
-    first = _first_compile_notice(system, path)
+    _first_compile_notice(system, path)
     name = f"_reduced_odes_native_{key}"
-    module = import_twin(path, name)
-    if first:
+    with compiled_once(path, "c_rates"):  # importing it compiles its callbacks
+        module = import_twin(path, name)
+    if not _cached(ENGINE, "outputs"):
         _compile_scans_aside(path, name)
     _LOADED[memo] = module
     return module
