@@ -219,23 +219,25 @@ def test_the_scans_compiled_aside_have_the_signatures_of_a_run(name):
     """What the process beside a first compile compiles (``compile_scans``) is what a run
     calls: after a run, it adds no signature to any entry point (else that process would
     compile for nothing, and the run would compile the scans itself)."""
+    from reduced_odes._native import _bdf
     from reduced_odes._native._solve import compile_scans
 
     twin = _twin_of_a_run(name)
-    called = {e: set(getattr(twin, e).overloads) for e in
+    called = {e: set(getattr(_bdf, e).overloads) for e in
               ("merge", "first_events", "settle_time", "outputs")}
     called = {e: signatures for e, signatures in called.items() if signatures}
     # A run in blocks calls every scan; one of the whole system watches its rule natively.
     assert set(called) >= ({"merge", "outputs"} if name == "deep_linear" else
                            {"merge", "first_events", "settle_time", "outputs"})
     compile_scans(twin)
-    assert {e: set(getattr(twin, e).overloads) for e in called} == called
+    assert {e: set(getattr(_bdf, e).overloads) for e in called} == called
 
 
 def test_a_first_compile_says_so_once_and_compiles_the_scans_aside(monkeypatch, capsys,
                                                                     tmp_path):
     """One line on stderr, naming the model and the cache, and one process started to
-    compile the scans; none of either once numba's cache holds the twin."""
+    compile the integrator's scans; none of either once numba's cache holds the twin's
+    callbacks and the integrator."""
     from reduced_odes._compile import load_system
     from reduced_odes._native import _twin
 
@@ -256,7 +258,9 @@ def test_a_first_compile_says_so_once_and_compiles_the_scans_aside(monkeypatch, 
     assert len(lines) == 1 and "'deep_linear'" in lines[0] and str(tmp_path) in lines[0]
     assert len(started) == 1 and started[0][1:4] == ["-m", "reduced_odes._native._precompile",
                                                       str(Path(twin.__file__))]
-    (tmp_path / f"{Path(twin.__file__).stem}.merge-1.py311.nbi").touch()
+    for stem, entry in [(Path(twin.__file__).stem, "c_rates"), ("_bdf", "advance"),
+                        ("_bdf", "outputs")]:
+        (tmp_path / f"{stem}.{entry}-1.py311.nbi").touch()
     monkeypatch.setattr(_twin, "_LOADED", {})
     _twin.load_twin(system)
     assert capsys.readouterr().err == "" and len(started) == 1
