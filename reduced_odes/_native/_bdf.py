@@ -186,7 +186,7 @@ def _c_arguments(context, builder, argument_types, values):
     """The C callback's arguments and their LLVM types: an array as its data and its
     length, a number as it is."""
     arguments, llvm_types = [], []
-    for kind, value in zip(argument_types, values):
+    for kind, value in zip(argument_types, values, strict=True):
         if isinstance(kind, types.Array):
             array = context.make_array(kind)(context, builder, value=value)
             arguments += [array.data, array.nitems]
