@@ -1,12 +1,13 @@
 """Native stiff integrator: SciPy's BDF, ported to numba to run a whole trajectory.
 
-One compiled integrator serves every system.  A system reaches it as a *system tuple*
+One compiled integrator serves every system whose legs step the same number of
+coordinates (:data:`LEG_SIZE`).  A system reaches it as a *system tuple*
 (:data:`SYSTEM_FIELDS`): the addresses of its compiled functions (``rates`` and
 ``jacobian`` of the whole system or of one independent block, ``margins``, ``state``,
 ``observables`` and ``settled``, C callbacks of the signatures below, generated in the
 system's twin, :mod:`reduced_odes._native._twin`) and its sizes.  The integrator calls
-them through their addresses, so that numba compiles and caches it once (``cache=True``,
-beside this file) for all systems, and a new system compiles only its own functions.
+them through their addresses, so that numba compiles and caches it (``cache=True``) once
+for all those systems, and a new system compiles only its own functions.
 
 One run of the integrator (``advance``) steps the whole system, or one block of
 it in that block's own time variable ``s`` (``s = t``, or ``s = ln(1 + t/t0)``).
@@ -82,6 +83,11 @@ from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+#: The coordinates every leg steps, if the same for all (the whole system, or blocks of one
+#: size); 0: read from the arrays.  This file is the integrator for legs of any size; for a
+#: size ``k``, a copy of it with ``LEG_SIZE = k`` (:mod:`reduced_odes._native._engines`).
+LEG_SIZE = 0
 
 #: The system tuple's fields, in order: the addresses of the system's compiled functions,
 #: then its sizes (the coordinates, the domain's margins, the longest series buffer).
@@ -233,8 +239,10 @@ def _c_call(returns, address, argument_types):
 
 @njit(**_INLINE)
 def _size(x):
-    """``x``'s length (its first axis)."""
-    return x.shape[0]
+    """``x``'s length (its first axis) in a step: ``LEG_SIZE`` if the integrator fixes it, a
+    compile-time constant, so that LLVM unrolls the loops over the coordinates (a fifth
+    of the stepping time at size 2); else read from ``x``."""
+    return LEG_SIZE if LEG_SIZE > 0 else x.shape[0]
 
 
 @njit(**_JIT)

@@ -27,7 +27,6 @@ import ast
 import contextlib
 import hashlib
 import importlib
-import importlib.util
 import inspect
 import os
 import subprocess
@@ -39,13 +38,12 @@ from types import ModuleType
 
 from .._compile import CompiledSystem, write_cache_files
 from .._io import exclusive
+from ._engines import ENGINE, engine_path, import_twin
 
-__all__ = ["ENGINE", "compiled_once", "engine_once", "load_twin", "twin_source"]
+__all__ = ["compiled_once", "engine_once", "import_twin", "load_twin", "twin_source"]
 
 #: Bump when the twin's shape changes.
 TWIN_VERSION = "10"
-#: The native integrator's source, compiled once for every system.
-ENGINE = Path(__file__).with_name("_bdf.py")
 #: Generated functions, with the leading arguments they keep (``t`` for the flow).
 _FUNCTIONS = {"rhs": ("t", "y"), "jac": ("t", "y"), "margins": ("y",), "state": ("y",),
               "observables": ("y",)}
@@ -135,6 +133,12 @@ def _block_dispatch(count: int) -> str:
     return "\n\n\n".join(parts)
 
 
+def _leg_size(system: CompiledSystem) -> int:
+    """The coordinates each leg of a run steps, if the same for every leg; else 0."""
+    sizes = {len(block) for block in system.blocks} or {system.size}
+    return sizes.pop() if len(sizes) == 1 else 0
+
+
 def _guards(expression: str, observables: set[str]) -> list[str]:
     """Early returns for a rule ``max(a, b, ...)``: each argument that reads no observable,
     if positive, decides that the rule does not hold, before the observables are evaluated.
@@ -211,6 +215,7 @@ def twin_source(system: CompiledSystem, rule=None) -> tuple[str, str]:
         _HEADER, *kernels,
         f"N_COORDINATES = {system.size}",
         f"N_ARGS = {n_args}",
+        f"LEG_SIZE = {_leg_size(system)}",
         f"N_MARGINS = {n_margins}",
         f"N_SERIES = {n_series}",
         f"HAS_SETTLED_RULE = {rule is not None}",
@@ -220,13 +225,14 @@ def twin_source(system: CompiledSystem, rule=None) -> tuple[str, str]:
 
 
 _HEADER = """import math
+from pathlib import Path
 
 import numpy as np
 from numba import carray, cfunc, njit
 
-from reduced_odes._native import _bdf as _engine
-from reduced_odes._native._bdf import *  # noqa: F403  the integrator's constants, merge, ...
+from reduced_odes._native._bdf import *  # noqa: F403  the integrator's constants, signatures
 from reduced_odes._native._bdf import _ALLOCATING, _INLINE, _JIT
+from reduced_odes._native._engines import engine_path, load_engine
 from reduced_odes._native._kernels import jit_kernels
 """
 
@@ -269,7 +275,11 @@ def c_settled(t, y, n, args, n_args, c, n_c, values, n_values):
 SYSTEM = (c_rates.address, c_jacobian.address, c_margins.address, c_state.address,
           c_observables.address, c_settled.address, N_COORDINATES, N_MARGINS,
           max(N_SERIES, N_MARGINS, 1))
+#: The integrator for this system's legs (compiled once for every system with legs of
+#: their size), its entry points with the system bound.
+_engine = load_engine(engine_path(LEG_SIZE, Path(__file__).parent))
 advance, crossings, first_events, settle_time, series_into, outputs = _engine.bound(SYSTEM)
+merge, dense_into = _engine.merge, _engine.dense_into
 
 
 def scratch_size(n):
@@ -299,7 +309,8 @@ def _first_compile_notice(system: CompiledSystem, path: Path) -> None:
     says so on stderr when it is a terminal (someone is waiting for the compile).  Read by
     a program, stderr carries only warnings and errors: a failure's exit-2 line stays the
     one line, even when the retry on this backend compiles first."""
-    if _interactive() and not (_cached(path, "c_rates") and _cached(ENGINE, "advance")):
+    engine = engine_path(_leg_size(system), path.parent)
+    if _interactive() and not (_cached(path, "c_rates") and _cached(engine, "advance")):
         print(f"reduced-odes: compiling model {system.model!r} ({system.variant}) for the "
               f"native integrator with numba, once; cached in {_numba_cache_dir(path)}",
               file=sys.stderr)
@@ -347,19 +358,12 @@ def _interactive() -> bool:
     return sys.stderr.isatty()
 
 
-def import_twin(path: Path, name: str) -> ModuleType:
-    """The twin module at ``path``, imported as ``name`` (the name numba's cache knows)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # numba's cache resolves the functions' module by name
-    spec.loader.exec_module(module)
-    return module
-
-
 def engine_once(twin: ModuleType):
-    """:func:`compiled_once` for a run of the integrator on ``twin``, with the lock in the
-    twin's compile cache (the package's directory may not be writable)."""
-    return compiled_once(ENGINE, "advance", Path(twin.__file__).with_name("engine.compile.lock"))
+    """:func:`compiled_once` for a run of ``twin``'s integrator, with the lock in the twin's
+    compile cache (the package's directory may not be writable)."""
+    engine = Path(twin._engine.__file__)
+    return compiled_once(engine, "advance",
+                         Path(twin.__file__).with_name(f"{engine.stem}.compile.lock"))
 
 
 #: Processes compiling the integrator's scans, kept until seen finished (``poll`` reaps them).
@@ -415,7 +419,7 @@ def load_twin(system: CompiledSystem, rule=None) -> ModuleType:
     name = f"_reduced_odes_native_{key}"
     with compiled_once(path, "c_rates"):  # importing it compiles its callbacks
         module = import_twin(path, name)
-    if not _cached(ENGINE, "outputs"):
+    if not _cached(engine_path(_leg_size(system), path.parent), "outputs"):
         _compile_scans_aside(path, name)
     _LOADED[memo] = module
     return module

@@ -31,6 +31,7 @@ from reduced_odes import (
 )
 from reduced_odes._backend import native_available
 from reduced_odes._compile import _load_module
+from reduced_odes._stop_rules import SettledRule
 from reduced_odes.models import get_model
 
 X, Y, FLOOR = sp.symbols("x y floor", real=True)
@@ -153,14 +154,43 @@ def test_a_fixed_end_is_reached_exactly_by_every_block(lasting_cache):
 
 
 @native
-def test_one_compiled_integrator_serves_every_system(lasting_cache):
-    """The integrator is compiled for the system tuple's types, not for a system: legs of
-    blocks in log time and a whole system of another size step on the same machine code
-    (one signature of each entry point), so a new system compiles only its own functions."""
-    from reduced_odes._native import _bdf
+def test_a_fixed_leg_size_changes_no_bit_of_a_run(lasting_cache, monkeypatch):
+    """Legs of one size fix the length of the integrator's loops at compile time
+    (``LEG_SIZE``); read from the arrays instead, as for blocks of different sizes, the
+    run is the same to the last bit."""
+    from types import SimpleNamespace
 
-    solve(MODEL.make_params({}), solver=SolverConfig(backend="numba"), model=MODEL)
-    deep_linear = get_model("deep_linear")  # a whole system of two coordinates, a stop rule
-    solve(deep_linear.make_params({}), solver=SolverConfig(backend="numba"), model=deep_linear)
-    for name in ("advance", "merge", "first_events", "settle_time", "outputs"):
-        assert len(getattr(_bdf, name).signatures) == 1, name
+    from reduced_odes._native import _twin
+
+    assert _twin._leg_size(load_system(MODEL)) == 1
+    assert _twin._leg_size(SimpleNamespace(blocks=((0,), (1, 2)), size=3)) == 0
+    assert _twin._leg_size(SimpleNamespace(blocks=(), size=3)) == 3
+    params = MODEL.make_params({})
+    fixed = solve(params, solver=SolverConfig(backend="numba"), model=MODEL)
+    monkeypatch.setattr(_twin, "_LOADED", {})
+    monkeypatch.setattr(_twin, "_leg_size", lambda system: 0)
+    read = solve(params, solver=SolverConfig(backend="numba"), model=MODEL)
+    assert read.phases == fixed.phases and read.stats == fixed.stats
+    for name, values in fixed.series.items():
+        np.testing.assert_array_equal(read.series[name], values, err_msg=name)
+
+
+@native
+def test_one_compiled_integrator_serves_every_system_of_a_leg_size(lasting_cache):
+    """The integrator is compiled for a leg size and the system tuple's types, not for a
+    system: one block in log time and a whole system of another model, both stepping two
+    coordinates, run on the same machine code (one signature of each entry point), so a
+    new system compiles only its own functions."""
+    from reduced_odes._native import _twin
+
+    one_block, deep_linear = OneBlock(), get_model("deep_linear")
+    twins = []
+    for model in (one_block, deep_linear):
+        solve(model.make_params({}), solver=SolverConfig(backend="numba"), model=model)
+        rule = model.settled(model.make_params({}), model.variants[0])
+        twins.append(_twin.load_twin(load_system(model), rule if isinstance(
+            rule, SettledRule) else None))
+    assert twins[0] is not twins[1] and twins[0]._engine is twins[1]._engine
+    assert twins[0].LEG_SIZE == twins[1].LEG_SIZE == 2
+    for name in ("advance", "merge", "outputs"):
+        assert len(getattr(twins[0]._engine, name).signatures) == 1, name

@@ -219,18 +219,18 @@ def test_the_scans_compiled_aside_have_the_signatures_of_a_run(name):
     """What the process beside a first compile compiles (``compile_scans``) is what a run
     calls: after a run, it adds no signature to any entry point (else that process would
     compile for nothing, and the run would compile the scans itself)."""
-    from reduced_odes._native import _bdf
     from reduced_odes._native._solve import compile_scans
 
     twin = _twin_of_a_run(name)
-    called = {e: set(getattr(_bdf, e).overloads) for e in
+    engine = twin._engine
+    called = {e: set(getattr(engine, e).overloads) for e in
               ("merge", "first_events", "settle_time", "outputs")}
     called = {e: signatures for e, signatures in called.items() if signatures}
     # A run in blocks calls every scan; one of the whole system watches its rule natively.
     assert set(called) >= ({"merge", "outputs"} if name == "deep_linear" else
                            {"merge", "first_events", "settle_time", "outputs"})
     compile_scans(twin)
-    assert {e: set(getattr(_bdf, e).overloads) for e in called} == called
+    assert {e: set(getattr(engine, e).overloads) for e in called} == called
 
 
 def test_a_first_compile_says_so_once_and_compiles_the_scans_aside(monkeypatch, capsys,
@@ -258,8 +258,9 @@ def test_a_first_compile_says_so_once_and_compiles_the_scans_aside(monkeypatch, 
     assert len(lines) == 1 and "'deep_linear'" in lines[0] and str(tmp_path) in lines[0]
     assert len(started) == 1 and started[0][1:4] == ["-m", "reduced_odes._native._precompile",
                                                       str(Path(twin.__file__))]
-    for stem, entry in [(Path(twin.__file__).stem, "c_rates"), ("_bdf", "advance"),
-                        ("_bdf", "outputs")]:
+    engine = Path(twin._engine.__file__).stem
+    for stem, entry in [(Path(twin.__file__).stem, "c_rates"), (engine, "advance"),
+                        (engine, "outputs")]:
         (tmp_path / f"{stem}.{entry}-1.py311.nbi").touch()
     monkeypatch.setattr(_twin, "_LOADED", {})
     _twin.load_twin(system)

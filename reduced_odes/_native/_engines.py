@@ -1,0 +1,75 @@
+"""The native integrators, one per leg size, each compiled once for every system.
+
+The integrator (:mod:`reduced_odes._native._bdf`) calls a system's functions through their
+addresses, so its machine code serves every system.  What it fixes when it compiles is the
+number of coordinates each leg steps (``LEG_SIZE``): a constant there lets LLVM unroll the
+loops over the coordinates, a fifth of the stepping time at size 2.  So the integrator
+for legs of size ``k`` is a copy of ``_bdf.py`` with ``LEG_SIZE = k``, written into the
+compile cache as ``engine-<k>-<key>.py`` and compiled (``cache=True``) beside it once;
+``_bdf.py`` itself, ``LEG_SIZE = 0``, serves legs of different sizes.  The key hashes the
+source and the numba version.  A new system whose legs have a size already compiled
+compiles only its own functions (its twin's callbacks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from .._compile import write_cache_files
+
+__all__ = ["ENGINE", "engine_path", "import_twin", "load_engine"]
+
+#: The integrator's source: legs of any size (``LEG_SIZE = 0``).
+ENGINE = Path(__file__).with_name("_bdf.py")
+_LEG_SIZE_LINE = re.compile(r"^LEG_SIZE = 0$", re.MULTILINE)
+_LOADED: dict[Path, ModuleType] = {}
+
+
+def engine_path(size: int, directory: Path) -> Path:
+    """The integrator's source for legs of ``size`` coordinates (0: any size), written into
+    the compile cache ``directory`` on first use.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> engine_path(0, Path(tempfile.mkdtemp())) == ENGINE
+    True
+    >>> engine_path(2, Path(tempfile.mkdtemp())).name.startswith("engine-2-")
+    True
+    """
+    if size == 0:
+        return ENGINE
+    import numba
+
+    source, count = _LEG_SIZE_LINE.subn(f"LEG_SIZE = {size}", ENGINE.read_text(encoding="utf-8"))
+    assert count == 1, "the integrator's LEG_SIZE line"
+    key = hashlib.sha256(f"{source}|{numba.__version__}".encode()).hexdigest()[:20]
+    path = directory / f"engine-{size}-{key}.py"
+    if not path.exists() or path.read_text(encoding="utf-8") != source:
+        # Through the cache's writer: on a full disk it goes to the temporary cache.
+        path = write_cache_files(directory, {path.name: source}) / path.name
+    return path
+
+
+def load_engine(path: Path) -> ModuleType:
+    """The integrator at ``path`` (from :func:`engine_path`), imported once per process."""
+    if path not in _LOADED:
+        _LOADED[path] = (importlib.import_module("reduced_odes._native._bdf") if path == ENGINE
+                         else import_twin(path, f"_reduced_odes_{path.stem.replace('-', '_')}"))
+    return _LOADED[path]
+
+
+def import_twin(path: Path, name: str) -> ModuleType:
+    """The generated module at ``path`` (a twin, an integrator), imported as ``name`` (the
+    name numba's cache knows)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # numba's cache resolves the functions' module by name
+    spec.loader.exec_module(module)
+    return module
