@@ -57,8 +57,12 @@ def _lasting_directory() -> Path:
     return lasting / "reduced-odes-native-tests"
 
 
+#: The generated native modules: the twins, and the integrators they run on (one per leg size).
+_NATIVE = ("native-*.py", "engine-*.py")
+
+
 def _twins(directory: Path) -> set[str]:
-    return {path.name for path in directory.glob("native-*.py")}
+    return {path.name for pattern in _NATIVE for path in directory.glob(pattern)}
 
 
 #: The twins the lasting cache held before this session: earlier sessions', not copied into
@@ -112,7 +116,7 @@ def _share_twins(source: Path, target: Path, names: set[str] | None = None) -> N
     if not source.is_dir():
         return
     (target / "__pycache__").mkdir(parents=True, exist_ok=True)
-    for twin in sorted(source.glob("native-*.py")):
+    for twin in sorted(path for pattern in _NATIVE for path in source.glob(pattern)):
         if (target / twin.name).exists() or names is not None and twin.name not in names:
             continue
         code = sorted((source / "__pycache__").glob(f"{twin.stem}.*"),
