@@ -321,7 +321,7 @@ def numpy_source(key: str) -> str:
     def _gk_tanh_1_0(c_0_0, c_0_1, c_1_1):
     >>> print("\\n".join(numpy_source("tanh|0;2").splitlines()[-5:]))
         t1_0 = numpy.tanh(u1)
-        f1 = 2*((t1_0*t1_0) - 1)*t1_0
+        f1 = 2*t1_0*((t1_0*t1_0) - 1)
         s = f1 @ w
         s = (f0 * s) @ w
         return float(s)
