@@ -266,15 +266,16 @@ POWER_LIMIT = 16
 
 
 def _numpy_printer():
-    """The SciPy printer, ``x**k`` (integer ``k``, ``1 < |k| <= POWER_LIMIT``) printed as a
-    product: NumPy raises an array to any integer power but 2 and -1 by ``pow``, ~50x the
-    cost of a product (round-off apart, the same value)."""
+    """The SciPy printer, ``x**k`` (``x`` a symbol, integer ``k != 2``, ``1 < |k| <=
+    POWER_LIMIT``) printed as a product: NumPy raises an array to any integer power but 2
+    and -1 by ``pow``, ~50x the cost of a product (round-off apart, the same value).
+    Squares stay ``x**2``: NumPy squares, in place when ``x`` is a temporary."""
     from sympy.printing.numpy import SciPyPrinter
 
     class _Printer(SciPyPrinter):
         def _print_Pow(self, expr, rational=False):
             k = expr.exp
-            if not (k.is_Integer and 1 < abs(k) <= POWER_LIMIT and expr.base.is_Symbol):
+            if not (_pow_is_slow(k) and abs(k) <= POWER_LIMIT and expr.base.is_Symbol):
                 return super()._print_Pow(expr, rational)
             product = "*".join([self._print(expr.base)] * abs(int(k)))
             return f"({product})" if k > 0 else f"(1/({product}))"
@@ -282,10 +283,16 @@ def _numpy_printer():
     return _Printer({"fully_qualified_modules": True})
 
 
+def _pow_is_slow(k: sp.Expr) -> bool:
+    """Whether NumPy computes ``x**k`` of an array by ``pow`` (its fast paths: 2, -1)."""
+    return bool(k.is_Integer and abs(k) > 1 and k != 2)
+
+
 def _factor_lines(activation: str, orders: tuple[int, ...], a: int, printer) -> list[str]:
     """``f<a> = ...``, the product of variable ``a``'s factors on its grid ``u<a>``, each
     common subexpression bound once (``tanh(u)`` in ``2 (tanh(u)^2 - 1) tanh(u)``: the
-    activation calls are the kernel's cost) and so is every power's base."""
+    activation calls are the kernel's cost) and so is every base of a power NumPy would
+    compute by ``pow``."""
     variable = sp.Symbol(f"u{a}")
     g = _activation(activation)
     # pi as a number: the generated code needs no constants module.
@@ -293,7 +300,7 @@ def _factor_lines(activation: str, orders: tuple[int, ...], a: int, printer) -> 
         {sp.Symbol("u", real=True): variable, sp.pi: sp.Float(math.pi, 17)})
     # A base listed as an output of its own occurs twice, so cse binds it to a symbol.
     bases = sorted({p.base for p in product.atoms(sp.Pow)
-                    if p.exp.is_Integer and abs(p.exp) > 1 and not p.base.is_Symbol},
+                    if _pow_is_slow(p.exp) and not p.base.is_Symbol},
                    key=sp.default_sort_key)
     bound, (reduced, *_) = sp.cse([product, *bases], symbols=sp.numbered_symbols(f"t{a}_"))
     lines = [f"    {name} = {printer.doprint(value)}" for name, value in bound]
@@ -321,7 +328,7 @@ def numpy_source(key: str) -> str:
     def _gk_tanh_1_0(c_0_0, c_0_1, c_1_1):
     >>> print("\\n".join(numpy_source("tanh|0;2").splitlines()[-5:]))
         t1_0 = numpy.tanh(u1)
-        f1 = 2*t1_0*((t1_0*t1_0) - 1)
+        f1 = 2*t1_0*(t1_0**2 - 1)
         s = f1 @ w
         s = (f0 * s) @ w
         return float(s)
