@@ -262,12 +262,12 @@ def _signature(name: str, size: int) -> str:
 
 
 #: Integer powers up to this are printed as products (see :func:`_numpy_printer`).
-POWER_LIMIT = 16
+_POWER_LIMIT = 16
 
 
 def _numpy_printer():
     """The SciPy printer, ``x**k`` (``x`` a symbol, integer ``k != 2``, ``1 < |k| <=
-    POWER_LIMIT``) printed as a product: NumPy raises an array to any integer power but 2
+    _POWER_LIMIT``) printed as a product: NumPy raises an array to any integer power but 2
     and -1 by ``pow``, ~50x the cost of a product (round-off apart, the same value).
     Squares stay ``x**2``: NumPy squares, in place when ``x`` is a temporary."""
     from sympy.printing.numpy import SciPyPrinter
@@ -275,7 +275,7 @@ def _numpy_printer():
     class _Printer(SciPyPrinter):
         def _print_Pow(self, expr, rational=False):
             k = expr.exp
-            if not (_pow_is_slow(k) and abs(k) <= POWER_LIMIT and expr.base.is_Symbol):
+            if not (_pow_is_slow(k) and abs(k) <= _POWER_LIMIT and expr.base.is_Symbol):
                 return super()._print_Pow(expr, rational)
             product = "*".join([self._print(expr.base)] * abs(int(k)))
             return f"({product})" if k > 0 else f"(1/({product}))"
