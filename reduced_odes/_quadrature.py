@@ -261,31 +261,91 @@ def _signature(name: str, size: int) -> str:
     return f"def {name}({', '.join(f'c_{a}_{b}' for a, b in _pairs(size))}):"
 
 
+#: Integer powers up to this are printed as products (see :func:`_numpy_printer`).
+_POWER_LIMIT = 16
+
+
+def _numpy_printer():
+    """The SciPy printer, ``x**k`` (``x`` a symbol, integer ``k != 2``, ``1 < |k| <=
+    _POWER_LIMIT``) printed as a product: NumPy raises an array to any integer power but 2
+    and -1 by ``pow``, ~50x the cost of a product (round-off apart, the same value).
+    Squares stay ``x**2``: NumPy squares, in place when ``x`` is a temporary."""
+    from sympy.printing.numpy import SciPyPrinter
+
+    class _Printer(SciPyPrinter):
+        def _print_Pow(self, expr, rational=False):
+            k = expr.exp
+            if not (_pow_is_slow(k) and abs(k) <= _POWER_LIMIT and expr.base.is_Symbol):
+                return super()._print_Pow(expr, rational)
+            product = "*".join([self._print(expr.base)] * abs(int(k)))
+            return f"({product})" if k > 0 else f"(1/({product}))"
+
+    return _Printer({"fully_qualified_modules": True})
+
+
+def _pow_is_slow(k: sp.Expr) -> bool:
+    """Whether NumPy computes ``x**k`` of an array by ``pow`` (its fast paths: 2, -1)."""
+    return bool(k.is_Integer and abs(k) > 1 and k != 2)
+
+
+def _factor_lines(activation: str, orders: tuple[int, ...], a: int, printer) -> list[str]:
+    """``f<a> = ...``, the product of variable ``a``'s factors on its grid ``u<a>``, each
+    common subexpression bound once (``tanh(u)`` in ``2 (tanh(u)^2 - 1) tanh(u)``: the
+    activation calls are the kernel's cost) and so is every base of a power NumPy would
+    compute by ``pow``."""
+    variable = sp.Symbol(f"u{a}")
+    g = _activation(activation)
+    # pi as a number: the generated code needs no constants module.
+    product = sp.Mul(*(g.symbolic_order(k) for k in orders)).xreplace(
+        {sp.Symbol("u", real=True): variable, sp.pi: sp.Float(math.pi, 17)})
+    # A base listed as an output of its own occurs twice, so cse binds it to a symbol.
+    bases = sorted({p.base for p in product.atoms(sp.Pow)
+                    if _pow_is_slow(p.exp) and not p.base.is_Symbol},
+                   key=sp.default_sort_key)
+    bound, (reduced, *_) = sp.cse([product, *bases], symbols=sp.numbered_symbols(f"t{a}_"))
+    lines = [f"    {name} = {printer.doprint(value)}" for name, value in bound]
+    if reduced.free_symbols:
+        return [*lines, f"    f{a} = {printer.doprint(reduced)}"]
+    return [*lines, f"    f{a} = numpy.full(u{a}.shape, {float(reduced)!r})"]
+
+
+def _grid_axis(b: int, dims: int) -> str:
+    """The grid ``z`` along axis ``b`` of a ``dims``-dimensional array (broadcast)."""
+    return "z" if b == dims - 1 else f"z.reshape({', '.join(['-1'] + ['1'] * (dims - b - 1))})"
+
+
 def numpy_source(key: str) -> str:
     """The pure path's kernel: the trapezoidal grid as broadcast NumPy arrays.
+
+    Variable ``a``'s factors are evaluated on its own grid ``u_a = sum_b<=a L_ab z_b``
+    (``a + 1`` dimensions); the weighted sum is taken one variable at a time, the last
+    first (``f_a * s`` contracted with the weights ``w``), so no array is larger than
+    the last variable's factor.
 
     Examples
     --------
     >>> print(numpy_source("tanh|1;0").splitlines()[0])
     def _gk_tanh_1_0(c_0_0, c_0_1, c_1_1):
+    >>> print("\\n".join(numpy_source("tanh|0;2").splitlines()[-5:]))
+        t1_0 = numpy.tanh(u1)
+        f1 = 2*t1_0*(t1_0**2 - 1)
+        s = f1 @ w
+        s = (f0 * s) @ w
+        return float(s)
     """
-    from sympy.printing.numpy import SciPyPrinter
-
     activation, orders = decode(key)
-    size, printer = len(orders), SciPyPrinter({"fully_qualified_modules": True})
-    axes = [f"z.reshape({', '.join('-1' if k == b else '1' for k in range(size))})"
-            for b in range(size)]
+    size, printer = len(orders), _numpy_printer()
     lines = [_signature(kernel_name(key), size),
              *(line.format(step=step(activation)) for line in _cholesky_lines(size)),
              f"    n = int({TRUNCATION!r} / h)",
              "    z = h * numpy.arange(-n, n + 1.0)",
              f"    w = h * {1 / math.sqrt(2 * math.pi)!r} * numpy.exp(-0.5 * z * z)"]
     for a in range(size):
-        lines.append(f"    u{a} = " + " + ".join(f"l_{a}_{b} * {axes[b]}" for b in range(a + 1)))
-    weights = " * ".join(axes[b].replace("z.", "w.") for b in range(size))
-    factors = " * ".join(f"({_factor(activation, orders[a], f'u{a}', printer)})"
-                         for a in range(size))
-    lines.append(f"    return float(numpy.sum({weights} * {factors}))")
+        grid = " + ".join(f"l_{a}_{b} * {_grid_axis(b, a + 1)}" for b in range(a + 1))
+        lines += [f"    u{a} = {grid}", *_factor_lines(activation, orders[a], a, printer)]
+    lines.append(f"    s = f{size - 1} @ w")
+    lines += [f"    s = (f{a} * s) @ w" for a in reversed(range(size - 1))]
+    lines.append("    return float(s)")
     return "\n".join(lines)
 
 
