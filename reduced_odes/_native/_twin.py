@@ -370,15 +370,24 @@ def engine_once(twin: ModuleType):
 _ASIDE: list = []
 
 
+def _idle_core() -> bool:
+    """Whether a core is idle beside this process: a second core, and a load average (over
+    the last minute) below the cores less one.  On a busy machine (a test session's
+    workers, a sweep's pool) a process aside would only take CPU from the others, and
+    compile twice what the run reaches before it."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        os.cpu_count() or 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return cores >= 2 and load <= cores - 1
+
+
 def _compile_scans_aside(path: Path, name: str) -> None:
-    """On the integrator's first compile, with a second core: compile its scans (about a
+    """On the integrator's first compile, with a core idle: compile its scans (about a
     third of the compile) in another process, through the twin at ``path``, while this one
     compiles the stepping; both cache what they compile, and this one loads the scans from
     that cache if they are ready when the run reaches them, else compiles them itself.  A
     failure there costs nothing here."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-        os.cpu_count() or 1
-    if cores < 2:
+    if not _idle_core():
         return
     package_root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(

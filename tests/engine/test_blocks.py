@@ -154,6 +154,8 @@ def test_a_fixed_end_is_reached_exactly_by_every_block(lasting_cache):
 
 
 @native
+@pytest.mark.slow  # compiles the integrator for legs of mixed sizes, which no default-run
+# system steps (~15 s of CPU for this check alone)
 def test_a_fixed_leg_size_changes_no_bit_of_a_run(lasting_cache, monkeypatch):
     """Legs of one size fix the length of the integrator's loops at compile time
     (``LEG_SIZE``); read from the arrays instead, as for blocks of different sizes, the

@@ -251,6 +251,7 @@ def test_a_first_compile_says_so_once_and_compiles_the_scans_aside(monkeypatch, 
     monkeypatch.setattr(_twin, "_ASIDE", [])
     monkeypatch.setattr(_twin, "_numba_cache_dir", lambda path: tmp_path)
     monkeypatch.setattr(_twin, "_interactive", lambda: True)  # the line is for a terminal
+    monkeypatch.setattr(_twin, "_idle_core", lambda: True)  # a core free for the aside
     system = load_system(get_model("deep_linear"))
     monkeypatch.setattr(_twin, "_LOADED", {})
     twin = _twin.load_twin(system)
