@@ -37,7 +37,9 @@ class Run(Protocol):
 
     ``end`` is where the run ends (the last accepted step, or the stop rule's end), ``label``
     the method as the solver statistics name it, ``dense(t)`` the state at times ``t``
-    (like :class:`scipy.integrate.OdeSolution`).
+    (like :class:`scipy.integrate.OdeSolution`).  A run that stepped at other tolerances
+    than the problem's (the native BDF, at a tenth) also gives ``atol_floor``, the
+    coordinates whose atol the floor raised there (:meth:`Problem.floored`).
     """
 
     end: float
@@ -116,6 +118,7 @@ def assemble(problem: Problem, run: Run, stop: tuple[float, str] | None = None) 
     series, phases = run.outputs(problem, t, t_end, crossings)
     nfev, njev, nlu, steps = run.counts(t_end)
     stats = SolverStats(run.label or solver.method, solver.rtol, solver.atol, nfev=nfev,
-                        njev=njev, nlu=nlu, steps=steps, atol_floor=problem.floored())
+                        njev=njev, nlu=nlu, steps=steps,
+                        atol_floor=getattr(run, "atol_floor", None) or problem.floored())
     return trajectory(setting, problem, t, series, (crossings, phases), stats, run.dense,
                       None if stop is None else stop[1])

@@ -1,7 +1,9 @@
-"""``python -m reduced_odes._native._precompile PATH NAME PARENT``: compile a twin's scans.
+"""``python -m reduced_odes._native._precompile PATH NAME PARENT``: compile the scans of a
+twin's integrator.
 
-Started by :func:`reduced_odes._native._twin.load_twin` on a twin's first compile, so
-that its scans compile on a second core while the first run compiles the stepping.  It
+Started by :func:`reduced_odes._native._twin.load_twin` on the integrator's first compile
+for a leg size, with a core idle, so that its scans compile there while the first run
+compiles the stepping.  It
 exits with the run that started it (``PARENT``, its pid): a run killed during its first
 compile leaves no helper compiling on (up to 870 s at ``K = M = 5``).
 """

@@ -313,6 +313,12 @@ class NativeRun:
     def dense(self) -> BdfSolution:
         return self.merged.dense()
 
+    @property
+    def atol_floor(self) -> dict[str, float]:
+        """The log coordinates whose atol the floor raised at the tolerances the legs
+        stepped at (a tenth of the requested ones, :data:`TIGHTER`)."""
+        return self.legs[0].problem.floored()
+
     def outputs(self, problem: Problem, t: np.ndarray, t_end: float,
                 crossings) -> tuple[dict[str, np.ndarray], dict[str, float]]:
         """The series at ``t`` and the phases up to ``t_end``, in one native call."""

@@ -15,7 +15,7 @@ start compiles nothing.
 The twin key hashes the system module, the integrator source, the kernels
 module's source, the numba version and the model's native stop rule, so a
 change to any of them makes a new twin.  On the integrator's first compile, with
-a second core, another process compiles its scans meanwhile
+a core idle, another process compiles its scans meanwhile
 (:mod:`reduced_odes._native._precompile`), and the run loads them from the cache.
 Processes sharing a cache compile a twin, and the integrator, once between them
 (:func:`compiled_once`).

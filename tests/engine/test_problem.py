@@ -103,3 +103,15 @@ def test_atol_far_below_eps_settles_within_a_step_budget_on_every_pure_stepper(m
 @pytest.mark.usefixtures("lasting_cache")
 def test_atol_far_below_eps_settles_within_a_step_budget_natively():
     _settles_within_the_budget("BDF", "numba")
+
+
+@needs_numba
+def test_the_native_floor_is_recorded_at_the_tolerance_it_steps_at():
+    """The native BDF steps at a tenth of the requested atol: an atol of 1e-15, above the
+    floor, is floored there (1e-16 < eps), and the statistics say so; the pure path steps at
+    1e-15 itself and records no floor."""
+    solver = dict(atol=1e-15, rtol=1e-10)
+    native = solve(DeepLinearParams(), solver=SolverConfig(backend="numba", **solver))
+    pure = solve(DeepLinearParams(), solver=SolverConfig(backend="python", **solver))
+    assert native.stats.atol_floor == {"log_a": LOG_ATOL_FLOOR, "log_b": LOG_ATOL_FLOOR}
+    assert pure.stats.atol_floor == {}
