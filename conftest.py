@@ -43,12 +43,9 @@ def _isolated_cache(tmp_path_factory):
     mp.undo()
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the groups
 def pytest_collection_modifyitems(config, items):
     """Keep a module's tests on one worker where they share a module-scoped fixture (under
-    ``--dist loadgroup``): computed once, not once per worker.  It runs before
-    pytest-xdist's own hook, which turns each ``xdist_group`` mark into the suffix of the
-    test's id that the scheduler groups by: marks added after it group nothing."""
+    ``--dist loadgroup``): computed once, not once per worker."""
     for item in items:
         definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
         if any(d and d[-1].scope == "module" for d in definitions.values()):
