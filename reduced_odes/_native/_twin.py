@@ -304,12 +304,11 @@ def _cached(path: Path, entry: str) -> bool:
     return any(_numba_cache_dir(path).glob(f"{path.stem}.{entry}-*.nbi"))
 
 
-def _first_compile_notice(system: CompiledSystem, path: Path) -> None:
-    """If numba has no cached machine code for this twin (or the integrator) yet, one line
-    says so on stderr when it is a terminal (someone is waiting for the compile).  Read by
-    a program, stderr carries only warnings and errors: a failure's exit-2 line stays the
-    one line, even when the retry on this backend compiles first."""
-    engine = engine_path(_leg_size(system), path.parent)
+def _first_compile_notice(system: CompiledSystem, path: Path, engine: Path) -> None:
+    """If numba has no cached machine code for this twin (or its integrator, ``engine``)
+    yet, one line says so on stderr when it is a terminal (someone is waiting for the
+    compile).  Read by a program, stderr carries only warnings and errors: a failure's
+    exit-2 line stays the one line, even when the retry on this backend compiles first."""
     if _interactive() and not (_cached(path, "c_rates") and _cached(engine, "advance")):
         print(f"reduced-odes: compiling model {system.model!r} ({system.variant}) for the "
               f"native integrator with numba, once; cached in {_numba_cache_dir(path)}",
@@ -424,11 +423,12 @@ def load_twin(system: CompiledSystem, rule=None) -> ModuleType:
     if not path.exists() or path.read_text(encoding="utf-8") != body:
         # Through the cache's writer: on a full disk the twin goes to the temporary cache.
         path = write_cache_files(path.parent, {path.name: body}) / path.name
-    _first_compile_notice(system, path)
+    engine = engine_path(_leg_size(system), path.parent)  # written once, read twice here
+    _first_compile_notice(system, path, engine)
     name = f"_reduced_odes_native_{key}"
     with compiled_once(path, "c_rates"):  # importing it compiles its callbacks
         module = import_twin(path, name)
-    if not _cached(engine_path(_leg_size(system), path.parent), "outputs"):
+    if not _cached(engine, "outputs"):
         _compile_scans_aside(path, name)
     _LOADED[memo] = module
     return module
