@@ -1,9 +1,8 @@
-"""Shared test fixtures: an isolated compile cache per test session (tests and doctests), shared
-by the session's workers, and a lasting one for the native tests; the Hypothesis profile; the
-grouping of tests on the workers."""
+"""Shared test fixtures: the tests' compile cache (tests and doctests), shared by the workers
+and kept between sessions; the Hypothesis profile; the grouping of tests on the workers."""
 
+import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -21,114 +20,84 @@ settings.register_profile("suite", derandomize=True, database=None, deadline=Non
 settings.load_profile("suite")
 
 
-def session_cache(base: Path) -> Path:
-    """The session's compile cache under ``base``, the session's base temporary directory.
-
-    With pytest-xdist each worker has its own base directory inside the controller's
-    (``.../pytest-N/popen-gw0``): the cache goes beside them, in the controller's, so that
-    the workers derive each system once between them (the cache's writes are atomic and a
-    derivation is done under a lock, ``reduced_odes._compile``).
-    """
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    cache = shared / "compile-cache"
-    cache.mkdir(exist_ok=True)
+def _tests_cache() -> Path:
+    """The tests' compile cache: one directory for every session and worker, kept between
+    sessions (a native compile is ~1 to 15 s of CPU; compiling each twin and integrator
+    afresh every session would take minutes).  Every entry is keyed by a hash of what it
+    was made from, so sharing it is safe; its writes are atomic, and a derivation or a
+    compile runs under a lock beside its entry (``reduced_odes._io.exclusive``), so two
+    workers derive or compile each system once between them.  It is not the user's cache
+    (``~/.cache/reduced-odes``), which the tests leave alone; a test of the cache's own
+    behaviour gives itself an empty one."""
+    lasting = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    cache = lasting / "reduced-odes-tests"
+    cache.mkdir(parents=True, exist_ok=True)
     return cache
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _isolated_cache(tmp_path_factory):
+def _tests_compile_cache():
     mp = pytest.MonkeyPatch()
-    mp.setenv("REDUCED_ODES_CACHE", str(session_cache(tmp_path_factory.getbasetemp())))
+    mp.setenv("REDUCED_ODES_CACHE", str(_tests_cache()))
     yield
     mp.undo()
+
+
+#: Where the workers tell the controller which tests form a group (``workerinput`` key).
+_GROUPS_KEY = "reduced_odes_groups"
+
+
+def _group(item) -> str | None:
+    """The group of ``item``: its module, if it shares a costly module-scoped fixture (computed
+    once on one worker, not once on each), else none."""
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    shared = any(d and d[-1].scope == "module" for d in definitions.values())
+    return item.nodeid.split("::")[0] if shared else None
 
 
 def pytest_collection_modifyitems(config, items):
-    """Keep a module's tests on one worker where they share a module-scoped fixture (under
-    ``--dist loadgroup``): computed once, not once per worker."""
-    for item in items:
-        definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-        if any(d and d[-1].scope == "module" for d in definitions.values()):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    """On a pytest-xdist worker: write the groups for the controller's scheduler (below)."""
+    destination = getattr(config, "workerinput", {}).get(_GROUPS_KEY)
+    if destination:
+        from reduced_odes._io import atomic_write
+
+        groups = {item.nodeid: group for item in items if (group := _group(item))}
+        atomic_write(Path(destination), json.dumps(groups, sort_keys=True).encode())
 
 
-def _lasting_directory() -> Path:
-    lasting = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return lasting / "reduced-odes-native-tests"
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist, on the controller: where each worker writes the groups (every worker
+    collects the same tests, so they write the same file)."""
+    node.workerinput[_GROUPS_KEY] = str(_groups_path(node.config))
 
 
-#: The generated native modules: the twins, and the integrators they run on (one per leg size).
-_NATIVE = ("native-*.py", "engine-*.py")
+def _groups_path(config) -> Path:
+    return config._tmp_path_factory.getbasetemp() / "xdist-groups.json"
 
 
-def _twins(directory: Path) -> set[str]:
-    return {path.name for pattern in _NATIVE for path in directory.glob(pattern)}
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` by module for the tests that share a costly module-scoped fixture.
 
+    pytest-xdist's own ``loadgroup`` reads a group from a suffix it appends to each test's
+    id, which pytest 9.2 no longer lets it change (pytest-xdist issue 1386): it groups
+    nothing, and each worker computed such a module's fixtures again.  This scheduler takes
+    the groups from the file the workers write at collection, which every worker has
+    finished before the controller schedules anything."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
 
-#: The twins the lasting cache held before this session: earlier sessions', not copied into
-#: this session's cache (the lasting cache keeps every twin it ever compiled).
-_LASTING_TWINS = _twins(_lasting_directory())
+    class ModuleGroups(LoadScopeScheduling):
+        _groups: dict[str, str] | None = None
 
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:
+                self._groups = json.loads(_groups_path(config).read_text())
+            return self._groups.get(nodeid, nodeid)
 
-@pytest.fixture(scope="module")
-def lasting_cache():
-    """A compile cache that outlives the session, for the native tests: numba's machine code
-    is kept beside the twins, and compiling them afresh each session would take minutes.
-    Every entry is keyed by a hash of what it was made from, so sharing it between sessions
-    is safe."""
-    mp = pytest.MonkeyPatch()
-    session = Path(os.environ["REDUCED_ODES_CACHE"])
-    lasting = _lasting_directory()
-    lasting.mkdir(parents=True, exist_ok=True)
-    _share_systems(session, lasting)
-    _share_twins(session, lasting)
-    mp.setenv("REDUCED_ODES_CACHE", str(lasting))
-    yield
-    mp.undo()
-    _share_systems(lasting, session)
-    _share_twins(lasting, session, _twins(lasting) - _LASTING_TWINS)  # this session's only
-
-
-def _share_systems(source: Path, target: Path) -> None:
-    """Copy the derived systems in ``source`` that ``target`` lacks, so that the session's
-    cache and the lasting one derive each system once between them.  An entry's name is
-    a hash of what it was made from, so a copy is the same entry; each is written whole
-    (another worker may be reading), the modules before the indexes that name them."""
-    from reduced_odes._io import atomic_write
-
-    for pattern in ("system-*.py", "index-*.json"):
-        for path in sorted(source.glob(pattern)):
-            if not (target / path.name).exists():
-                atomic_write(target / path.name, path.read_bytes())
-
-
-def _share_twins(source: Path, target: Path, names: set[str] | None = None) -> None:
-    """Copy the native twins in ``source`` that ``target`` lacks, with numba's machine code
-    for them, so that the session's cache and the lasting one compile each twin once
-    between them (a compile is ~15 s of CPU; a copy is milliseconds).
-
-    numba takes its cached code for a source file whose modification time and size are the
-    ones it recorded (``numba.core.caching``): each file is copied with its times, written
-    whole (a temporary file, then a rename: another worker may be reading), the machine
-    code before the index that names it, and the twin last.  A twin found without its
-    code is compiled again, as before; nothing is ever read half-written.  ``names``: only
-    the twins of these names (default: all)."""
-    if not source.is_dir():
-        return
-    (target / "__pycache__").mkdir(parents=True, exist_ok=True)
-    for twin in sorted(path for pattern in _NATIVE for path in source.glob(pattern)):
-        if (target / twin.name).exists() or names is not None and twin.name not in names:
-            continue
-        code = sorted((source / "__pycache__").glob(f"{twin.stem}.*"),
-                      key=lambda path: path.suffix != ".nbc")  # data, then the indexes
-        for path in [*code, twin]:
-            _copy_whole(path, target / path.relative_to(source))
-
-
-def _copy_whole(path: Path, destination: Path) -> None:
-    partial = destination.with_name(f".{destination.name}.{os.getpid()}.partial")
-    shutil.copy2(path, partial)  # with its modification time, which numba checks
-    os.replace(partial, destination)
+    return ModuleGroups(config, log)
 
 
 @pytest.fixture

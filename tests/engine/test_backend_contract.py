@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from reduced_odes import DomainError, ParameterError, SolverConfig, solve
+from reduced_odes import DomainError, ParameterError, Setting, SolverConfig, solve
 from reduced_odes._backend import native_available
-from reduced_odes._cross_check import ILL_CONDITIONED, PHASE_AGREEMENT
+from reduced_odes._cross_check import ILL_CONDITIONED, PHASE_AGREEMENT, cross_checked
+from reduced_odes._integrate import _solve_on
 from reduced_odes._registry import registered_models
 from reduced_odes.cli import EXIT_NOT_REACHED, EXIT_OK, main
 from reduced_odes.models import get_model
@@ -25,8 +26,6 @@ from ._ranges import default_run_variants
 
 needs_numba = pytest.mark.skipif(not native_available(),
                                  reason="numba is not installed (the [fast] extra)")
-pytestmark = pytest.mark.usefixtures("lasting_cache")
-
 #: Where a range is open, the probe sits this far inside its end (in log10 for a range of
 #: positive numbers spanning more than three decades, else as a fraction of its width).
 INSET = 1e-3
@@ -70,6 +69,16 @@ def _probes(model, variants=None) -> list[tuple[str, str, dict]]:
     return found
 
 
+def _cross_checked(plain, params, variant: str, model):
+    """What ``solve`` returns with ``cross_check=True``, from its plain run ``plain``: the same
+    first run (deterministic), then the tighter one (``solve`` does exactly this:
+    ``cross_checked(result, setting, _solve_on)``; the plain run is not solved twice, and
+    test_the_cross_check_is_the_plain_run_then_the_tighter_one holds the two equal)."""
+    setting = Setting.of(params, variant, SolverConfig(backend=plain.solver.backend,
+                                                       cross_check=True), model=model)
+    return cross_checked(plain, setting, _solve_on)
+
+
 def _relative(value: float, reference: float) -> float:
     """``value``'s relative distance from ``reference`` (absolute at a phase reached at 0)."""
     return abs(value / reference - 1) if reference else abs(value)
@@ -84,14 +93,15 @@ def _agree_or_marked(name: str, variant: str, setting: dict) -> dict:
     params = model.make_params(setting)
     runs = {}
     for backend in ("python", "numba"):
-        for checked in (False, True):
-            config = SolverConfig(backend=backend, cross_check=checked)
-            try:
-                runs[backend, checked] = solve(params, variant, config, model=model)
-            except ParameterError:  # refused before any work (a condition of this variant)
-                return {}
-            except Exception as exc:  # noqa: BLE001 - a model's own failure: the same on both
-                runs[backend, checked] = exc
+        try:
+            plain = solve(params, variant, SolverConfig(backend=backend), model=model)
+            runs[backend, False] = plain
+            runs[backend, True] = _cross_checked(plain, params, variant, model)
+        except ParameterError:  # refused before any work (a condition of this variant)
+            return {}
+        except Exception as exc:  # noqa: BLE001 - a model's own failure: the same on both
+            runs.setdefault((backend, False), exc)
+            runs[backend, True] = exc
     failures = {key: type(run) for key, run in runs.items() if isinstance(run, Exception)}
     if failures:
         # A DomainError was retried on the other backend: both failed, or neither did; any
@@ -307,6 +317,22 @@ def test_the_cross_check_is_off_by_default_and_reports_the_tighter_times():
     first, tighter = plain.phases["T_half"], checked.phases["T_half"]
     # The same formula on the same two times: equal to the bit.
     assert abs(first - tighter) / abs(tighter) == checked.conditioning["T_half"]["error_estimate"]
+
+
+@pytest.mark.parametrize("backend", ["python", pytest.param("numba", marks=needs_numba)])
+@pytest.mark.parametrize("name", ["deep_linear", "two_stage_features"])
+def test_the_cross_check_is_the_plain_run_then_the_tighter_one(name, backend):
+    """The contract tests above build ``solve(..., cross_check=True)`` from the plain run
+    they have already solved (``_cross_checked``): the two are the same result."""
+    model = get_model(name)
+    params = model.make_params({})
+    checked = solve(params, solver=SolverConfig(backend=backend, cross_check=True), model=model)
+    plain = solve(params, solver=SolverConfig(backend=backend), model=model)
+    built = _cross_checked(plain, params, model.variants[0], model)
+    # Deterministic runs, the same policy: equal to the bit, NaN (a phase not reached) too.
+    assert json.dumps(built.phases) == json.dumps(checked.phases)
+    assert json.dumps(built.conditioning) == json.dumps(checked.conditioning)
+    assert all((built.series[k] == v).all() for k, v in checked.series.items())
 
 
 # -- a run that stops part-way ---------------------------------------------------------

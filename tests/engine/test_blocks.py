@@ -125,7 +125,7 @@ def _assert_exact(traj) -> None:
 
 
 @native
-def test_each_block_in_its_own_time_gives_the_exact_solution(lasting_cache):
+def test_each_block_in_its_own_time_gives_the_exact_solution():
     traj = solve(DecayParams(), solver=SolverConfig(backend="numba"), model=MODEL)
     _assert_exact(traj)
     pure = solve(DecayParams(), model=MODEL)
@@ -133,18 +133,18 @@ def test_each_block_in_its_own_time_gives_the_exact_solution(lasting_cache):
 
 
 @native
-def test_a_single_block_in_log_time_gives_the_exact_solution(lasting_cache):
+def test_a_single_block_in_log_time_gives_the_exact_solution():
     _assert_exact(solve(DecayParams(), solver=SolverConfig(backend="numba"), model=OneBlock()))
 
 
 @native
-def test_leaving_the_domain_is_found_on_the_merged_state(lasting_cache):
+def test_leaving_the_domain_is_found_on_the_merged_state():
     with pytest.raises(DomainError, match=r"at t=1\.60944: condition -floor \+ x > 0 fails"):
         solve(DecayParams(floor=0.2), solver=SolverConfig(backend="numba"), model=MODEL)
 
 
 @native
-def test_a_fixed_end_is_reached_exactly_by_every_block(lasting_cache):
+def test_a_fixed_end_is_reached_exactly_by_every_block():
     t_end = 7.0  # expm1(log1p(7.0)) != 7.0: the end must not go through the log time
     traj = solve(DecayParams(), solver=SolverConfig(t_end=t_end, backend="numba"), model=MODEL)
     assert traj.t[-1] == t_end
@@ -156,7 +156,7 @@ def test_a_fixed_end_is_reached_exactly_by_every_block(lasting_cache):
 @native
 @pytest.mark.slow  # compiles the integrator for legs of mixed sizes, which no default-run
 # system steps (~15 s of CPU for this check alone)
-def test_a_fixed_leg_size_changes_no_bit_of_a_run(lasting_cache, monkeypatch):
+def test_a_fixed_leg_size_changes_no_bit_of_a_run(monkeypatch):
     """Legs of one size fix the length of the integrator's loops at compile time
     (``LEG_SIZE``); read from the arrays instead, as for blocks of different sizes, the
     run is the same to the last bit."""
@@ -178,7 +178,7 @@ def test_a_fixed_leg_size_changes_no_bit_of_a_run(lasting_cache, monkeypatch):
 
 
 @native
-def test_one_compiled_integrator_serves_every_system_of_a_leg_size(lasting_cache):
+def test_one_compiled_integrator_serves_every_system_of_a_leg_size():
     """The integrator is compiled for a leg size and the system tuple's types, not for a
     system: one block in log time and a whole system of another model, both stepping two
     coordinates, run on the same machine code (one signature of each entry point), so a

@@ -17,9 +17,8 @@ from reduced_odes import SettledRule, SolverConfig, solve
 from reduced_odes._backend import native_available
 from reduced_odes.models import get_model
 
-pytestmark = [pytest.mark.skipif(not native_available(),
-                                 reason="numba is not installed (the [fast] extra)"),
-              pytest.mark.usefixtures("lasting_cache")]
+pytestmark = pytest.mark.skipif(not native_available(),
+                                reason="numba is not installed (the [fast] extra)")
 
 #: Native and pure phase times at rtol 1e-10 (the pure path's default; the native BDF runs at
 #: a tenth of it): they differ by the pure path's own error, up to 4.7e-9 here (two_mixture's

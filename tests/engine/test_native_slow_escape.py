@@ -13,9 +13,7 @@ from reduced_odes._backend import native_available
 
 MODEL = get_model(f"{Path(__file__).with_name('slow_escape_model.py')}:MODEL")
 
-#: The native tests' lasting compile cache: the twin is compiled once, not every session.
-pytestmark = [pytest.mark.skipif(not native_available(), reason="needs numba"),
-              pytest.mark.usefixtures("lasting_cache")]
+pytestmark = pytest.mark.skipif(not native_available(), reason="needs numba")
 
 
 def _exact_t_half(k: int, d: float) -> float:

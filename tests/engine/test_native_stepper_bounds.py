@@ -24,7 +24,6 @@ UNEVALUABLE = {"log_a": 800.0, "log_b": 800.0}
 
 
 @pytest.mark.skipif(not native_available(), reason="needs numba")
-@pytest.mark.usefixtures("lasting_cache")
 def test_the_native_stepper_refuses_a_start_with_rates_that_are_not_finite():
     with pytest.raises(DomainError, match="not finite") as info:
         solve(DeepLinearParams(), solver=SolverConfig(backend="numba"), initial=UNEVALUABLE)
@@ -32,7 +31,6 @@ def test_the_native_stepper_refuses_a_start_with_rates_that_are_not_finite():
 
 
 @pytest.mark.skipif(not native_available(), reason="needs numba")
-@pytest.mark.usefixtures("lasting_cache")
 def test_a_start_the_pure_path_cannot_evaluate_is_not_retried_forever():
     # Before the fix the native retry spun in nogil code, with a NaN step size, for ever:
     # in a child process, so that a regression fails the test instead of hanging the suite.

@@ -10,9 +10,8 @@ import pytest
 from reduced_odes import Setting, solve
 from reduced_odes._backend import native_available
 
-pytestmark = [pytest.mark.skipif(not native_available(),
-                                 reason="numba is not installed (the [fast] extra)"),
-              pytest.mark.usefixtures("lasting_cache")]
+pytestmark = pytest.mark.skipif(not native_available(),
+                                reason="numba is not installed (the [fast] extra)")
 
 #: The committee machine's corners and middle of the docs page's diagram (eta 0.05..1.5,
 #: asymmetry 1e-10..1e-4), and a student narrower than its teacher.

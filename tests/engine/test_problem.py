@@ -100,7 +100,6 @@ def test_atol_far_below_eps_settles_within_a_step_budget_on_every_pure_stepper(m
 
 
 @needs_numba
-@pytest.mark.usefixtures("lasting_cache")
 def test_atol_far_below_eps_settles_within_a_step_budget_natively():
     _settles_within_the_budget("BDF", "numba")
 

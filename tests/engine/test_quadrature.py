@@ -207,7 +207,7 @@ def test_loop_source_is_plain_math():
 
 
 @pytest.mark.slow
-def test_a_numerical_activation_runs_alike_on_both_backends(lasting_cache):
+def test_a_numerical_activation_runs_alike_on_both_backends():
     """The committee machine with tanh (numerical kernels in the rates and the Jacobian):
     the pure path's NumPy kernels and the twin's loop kernels give the same phases."""
     pytest.importorskip("numba")

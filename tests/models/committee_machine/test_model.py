@@ -24,7 +24,7 @@ def test_lsoda_and_radau_agree(eta):
 
 
 @pytest.mark.parametrize("eta", [0.0, pytest.param(0.1, marks=pytest.mark.slow)])
-def test_pure_and_native_backends_agree(eta, lasting_cache):
+def test_pure_and_native_backends_agree(eta):
     pure, native = _phases(eta, SolverConfig()), _phases(eta, SolverConfig(backend="numba"))
     for name, value in pure.items():
         # The same bound as between integrators (the native BDF against LSODA).

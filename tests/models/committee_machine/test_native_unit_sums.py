@@ -15,8 +15,7 @@ from reduced_odes.models.committee_machine import MODEL, CommitteeParams, overla
 from .reference import reference_solution
 from .test_widths import _realisable, _wide_case, assert_same_flow
 
-pytestmark = [pytest.mark.skipif(not native_available(), reason="numba is not installed"),
-              pytest.mark.usefixtures("lasting_cache")]
+pytestmark = pytest.mark.skipif(not native_available(), reason="numba is not installed")
 
 
 def _native(system):

@@ -61,9 +61,7 @@ def test_the_learnt_state_on_the_edge_of_realisable_overlaps_is_a_start():
 #: its own, ~15 s of compile) is the slow run's.
 @pytest.mark.parametrize("backend", ["python", pytest.param("numba", marks=[
     pytest.mark.skipif(not native_available(), reason="needs numba"), pytest.mark.slow])])
-def test_one_student_and_one_teacher_read_no_plateau_phases(backend, request):
-    if backend == "numba":
-        request.getfixturevalue("lasting_cache")  # the twin compiled once, not every session
+def test_one_student_and_one_teacher_read_no_plateau_phases(backend):
     traj = solve(CommitteeParams(K=1, M=1), "erf", SolverConfig(backend=backend))
     assert traj.phases == {}  # the unspecialised point is the teacher itself: no plateau
     assert traj.final["eps_g"] < 1e-12

@@ -136,13 +136,11 @@ _NATIVE = pytest.mark.skipif(not native_available(), reason="numba is not instal
 
 @pytest.mark.slow
 @_NATIVE
-@pytest.mark.usefixtures("lasting_cache")
 def test_erf_ten_by_ten_natively_equals_the_reference():
     _reference_curve(10, 10, "numba")
 
 
 @pytest.mark.slow
 @_NATIVE
-@pytest.mark.usefixtures("lasting_cache")
 def test_erf_twenty_by_ten_natively_equals_the_reference():
     _reference_curve(20, 10, "numba")
