@@ -23,8 +23,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import least_squares
-from scipy.stats import t as student_t
 
 from ._integrate import solve
 from ._params import ParameterError, SolverConfig
@@ -101,6 +99,9 @@ def _fitted(law: str, x: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.
         b = max(slope, 1e-3)
         scale = times[-1] / (x[-1] ** b * (ln_x[-1] if law == "power_log" else 1.0))
         start = np.array([0.0, scale, b])
+    from scipy.optimize import least_squares  # here: SciPy's optimize and stats take 1.6 s
+    # to import, which every command line would pay (the analysis command imports this)
+
     fit = least_squares(lambda p: (_law(law, x, p) - times) / times, start,
                         x_scale="jac", max_nfev=2000)
     dof = max(len(x) - len(start), 1)
@@ -134,6 +135,8 @@ def fit_law(values, times) -> ScalingFit:
     constants, covariance, rms = fits[law]
     exponent, spread = (0.0, 0.0) if law == "log" else (
         float(constants[2]), float(np.sqrt(covariance[2, 2])))
+    from scipy.stats import t as student_t
+
     half = float(student_t.ppf(0.975, max(len(x) - len(constants), 1))) * spread
     slopes = np.diff(np.log(times)) / np.diff(np.log(x))
     names = ("C", "A", "b")[:len(constants)]

@@ -184,3 +184,16 @@ def test_every_module_of_the_layer_contract_is_on_the_architecture_page():
     for name in set(re.findall(r"`(_\w+)(?:\.py|/)`", page)):
         found = [package / f"{name}.py", package / name, package / "_native" / f"{name}.py"]
         assert any(p.exists() for p in found), f"docs/architecture.md names {name}: no module"
+
+
+def test_the_command_line_starts_without_the_analysis_layers_libraries():
+    """Every command starts by importing the command line, the analysis commands included:
+    their SciPy (optimize and stats, 1.6 s to import) is imported where it is used, so that
+    ``--help``, ``solve`` or a sweep's worker does not pay for it.  SymPy, matplotlib and
+    numba are imported by the commands that use them."""
+    heavy = ("scipy.optimize", "scipy.stats", "sympy", "matplotlib", "numba")
+    code = (f"import sys, reduced_odes.cli; "
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=HANG_GUARD_S, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
