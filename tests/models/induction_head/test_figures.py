@@ -43,9 +43,21 @@ def _make(out, data_dir, formats="png,pdf"):
                           scaling_L=SCALING["L"], scaling_sigma=SCALING["sigma"])
 
 
+def _no_integration(*args, **kwargs):
+    raise AssertionError("the figures must be drawn from the data files alone")
+
+
 @pytest.fixture(scope="module")
 def made(data, tmp_path_factory):
-    return _make(tmp_path_factory.mktemp("figs"), data)
+    """Every figure in both formats, drawn with integration made impossible: the figures need
+    only the data files."""
+    import reduced_odes._integrate
+    from reduced_odes.models.induction_head import claims
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(reduced_odes._integrate, "solve", _no_integration)
+        mp.setattr(claims, "measure_setting", _no_integration)
+        return _make(tmp_path_factory.mktemp("figs"), data)
 
 
 def _record(data, closure="linear"):
@@ -210,16 +222,9 @@ def test_overlay_schema_errors(tmp_path):
         F.load_overlay(bad)
 
 
-def test_figures_need_no_integration_once_data_exist(data, tmp_path, monkeypatch):
-    import reduced_odes._integrate
-    from reduced_odes.models.induction_head import claims
-
-    def boom(*args, **kwargs):
-        raise AssertionError("the figures must be drawn from the data files alone")
-
-    monkeypatch.setattr(reduced_odes._integrate, "solve", boom)
-    monkeypatch.setattr(claims, "measure_setting", boom)
-    assert len(_make(tmp_path, data, "png")) == 3
+def test_figures_need_no_integration_once_data_exist(made):
+    # ``made`` drew them with the integrator and the claims' measurement replaced by a failure.
+    assert sorted(p.suffix for p in made) == [".pdf"] * 3 + [".png"] * 3
 
 
 @pytest.fixture
