@@ -217,6 +217,11 @@ def main() -> None:
                         help="no pure-Python sweep (it takes about a minute)")
     options = parser.parse_args()
     from reduced_odes import SolverConfig, solve
+    from reduced_odes._native import _twin
+
+    # Stepping as a long job steps: on the integrator for the legs' size, which a process
+    # binds after SPECIALISE_AFTER runs of a twin; here from the first run.
+    _twin.SPECIALISE_AFTER = 1
     from reduced_odes._compile import cache_dir
     from reduced_odes.models import get_model
 

@@ -44,6 +44,11 @@ def _axes(settings: int) -> tuple[Axis, Axis]:
 def _grid(settings: int, backend: str, workers: int | None) -> tuple[float, float, np.ndarray]:
     """CPU and wall seconds per setting of the phase diagram on ``backend``, and its values."""
     x, y = _axes(settings)
+    if backend == "numba":  # as a long job steps: on the integrator for the legs' size (a
+        from reduced_odes._native import _twin  # process binds it after SPECIALISE_AFTER
+        # runs of a twin; here from the first, so that the warm-up compiles it)
+
+        _twin.SPECIALISE_AFTER = 1
     with tempfile.TemporaryDirectory() as warm:  # compile and warm the caches
         phase_diagram("committee_machine", *_axes(4), "T_escape", warm, base=BASE,
                       backend=backend, max_workers=1, progress=False)

@@ -29,7 +29,7 @@ from .._problem import Problem
 from .._stop_rules import SettledRule
 from .._trajectory import DomainError
 from ._legs import BdfSolution, _Leg, _legs, _Merged, _Record, _stacked
-from ._twin import engine_once, load_twin
+from ._twin import counted_run, engine_once, load_twin
 
 #: Steps per native call when the model's stop rule is applied in Python: the
 #: run may overshoot its end by up to this many (discarded) steps.
@@ -54,6 +54,7 @@ def _twin_for(problem: Problem):
     rule = setting.model.settled(setting.params, setting.variant)
     rule = rule if isinstance(rule, SettledRule) else None
     twin = load_twin(problem.system, rule)
+    counted_run(twin)
     constants = np.array([float(v) for v in rule.constants.values()] if rule else [0.0])
     return twin, constants
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -153,36 +154,65 @@ def test_a_fixed_end_is_reached_exactly_by_every_block():
     assert traj.final["y"] == pytest.approx(-math.expm1(-t_end), rel=1e-8)
 
 
+def _run_on(engine, twin):
+    """A native run of the model's defaults with ``twin`` bound to the integrator ``engine``."""
+    twin.bind(engine)
+    return solve(MODEL.make_params({}), solver=SolverConfig(backend="numba"), model=MODEL)
+
+
 @native
-@pytest.mark.slow  # compiles the integrator for legs of mixed sizes, which no default-run
-# system steps (~15 s of CPU for this check alone)
-def test_a_fixed_leg_size_changes_no_bit_of_a_run(monkeypatch):
-    """Legs of one size fix the length of the integrator's loops at compile time
-    (``LEG_SIZE``); read from the arrays instead, as for blocks of different sizes, the
-    run is the same to the last bit."""
+def test_the_integrator_for_the_legs_size_changes_no_bit_of_a_run():
+    """A twin runs on the integrator for any size until numba has the one for its legs' size
+    cached, or until a process has made many runs of it (``engine_for``, ``counted_run``):
+    the two are one source, the second with the legs' length fixed (``LEG_SIZE``, so that
+    LLVM unrolls the loops), and give the same run to the last bit, whichever a cache holds."""
     from types import SimpleNamespace
 
     from reduced_odes._native import _twin
+    from reduced_odes._native._engines import ENGINE, engine_path, load_engine
 
     assert _twin._leg_size(load_system(MODEL)) == 1
     assert _twin._leg_size(SimpleNamespace(blocks=((0,), (1, 2)), size=3)) == 0
     assert _twin._leg_size(SimpleNamespace(blocks=(), size=3)) == 3
-    params = MODEL.make_params({})
-    fixed = solve(params, solver=SolverConfig(backend="numba"), model=MODEL)
-    monkeypatch.setattr(_twin, "_LOADED", {})
-    monkeypatch.setattr(_twin, "_leg_size", lambda system: 0)
-    read = solve(params, solver=SolverConfig(backend="numba"), model=MODEL)
+    twin = _twin.load_twin(load_system(MODEL))
+    for_size = load_engine(engine_path(1, Path(twin.__file__).parent))
+    any_size = load_engine(ENGINE)
+    try:
+        read, fixed = _run_on(any_size, twin), _run_on(for_size, twin)
+    finally:
+        twin.bind(load_engine(_twin.engine_for(1, Path(twin.__file__).parent)))
+    assert for_size is not any_size and for_size.LEG_SIZE == 1 and any_size.LEG_SIZE == 0
     assert read.phases == fixed.phases and read.stats == fixed.stats
     for name, values in fixed.series.items():
         np.testing.assert_array_equal(read.series[name], values, err_msg=name)
 
 
 @native
+def test_many_runs_of_a_twin_bind_it_to_the_integrator_for_its_size(monkeypatch):
+    from reduced_odes._native import _twin
+    from reduced_odes._native._engines import ENGINE, load_engine
+
+    twin = _twin.load_twin(load_system(MODEL))
+    twin.bind(load_engine(ENGINE))
+    monkeypatch.setattr(_twin, "SPECIALISE_AFTER", 2)
+    monkeypatch.setattr(_twin, "_RUNS", {})
+    try:
+        first = solve(MODEL.make_params({}), solver=SolverConfig(backend="numba"), model=MODEL)
+        assert Path(twin._engine.__file__) == ENGINE  # one run: still the shared one
+        second = solve(MODEL.make_params({}), solver=SolverConfig(backend="numba"), model=MODEL)
+        assert twin._engine.LEG_SIZE == 1 and Path(twin._engine.__file__).name.startswith(
+            "engine-1-")
+    finally:
+        twin.bind(load_engine(_twin.engine_for(1, Path(twin.__file__).parent)))
+    assert first.phases == second.phases  # the bits of the test above
+
+
+@native
 def test_one_compiled_integrator_serves_every_system_of_a_leg_size():
-    """The integrator is compiled for a leg size and the system tuple's types, not for a
-    system: one block in log time and a whole system of another model, both stepping two
-    coordinates, run on the same machine code (one signature of each entry point), so a
-    new system compiles only its own functions."""
+    """The integrator is compiled for the system tuple's types (and at most a leg size), not
+    for a system: one block in log time and a whole system of another model, both stepping
+    two coordinates, run on the same machine code (one signature of each entry point), so
+    a new system compiles only its own functions."""
     from reduced_odes._native import _twin
 
     one_block, deep_linear = OneBlock(), get_model("deep_linear")
