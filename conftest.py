@@ -3,6 +3,7 @@ and kept between sessions; the Hypothesis profile; the grouping of tests on the 
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -65,15 +66,24 @@ def pytest_collection_modifyitems(config, items):
         atomic_write(Path(destination), json.dumps(groups, sort_keys=True).encode())
 
 
+#: The controller's file of groups (created for the first worker, removed at the end).
+_GROUPS_FILE = pytest.StashKey[Path]()
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     """pytest-xdist, on the controller: where each worker writes the groups (every worker
     collects the same tests, so they write the same file)."""
-    node.workerinput[_GROUPS_KEY] = str(_groups_path(node.config))
+    if _GROUPS_FILE not in node.config.stash:
+        handle, name = tempfile.mkstemp(prefix="reduced-odes-test-groups-", suffix=".json")
+        os.close(handle)
+        node.config.stash[_GROUPS_FILE] = Path(name)
+    node.workerinput[_GROUPS_KEY] = str(node.config.stash[_GROUPS_FILE])
 
 
-def _groups_path(config) -> Path:
-    return config._tmp_path_factory.getbasetemp() / "xdist-groups.json"
+def pytest_unconfigure(config):
+    if _GROUPS_FILE in config.stash:
+        config.stash[_GROUPS_FILE].unlink(missing_ok=True)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
@@ -94,7 +104,7 @@ def pytest_xdist_make_scheduler(config, log):
 
         def _split_scope(self, nodeid: str) -> str:
             if self._groups is None:
-                self._groups = json.loads(_groups_path(config).read_text())
+                self._groups = json.loads(config.stash[_GROUPS_FILE].read_text() or "{}")
             return self._groups.get(nodeid, nodeid)
 
     return ModuleGroups(config, log)

@@ -24,7 +24,8 @@ from types import ModuleType
 
 from .._compile import write_cache_files
 
-__all__ = ["ENGINE", "engine_path", "import_twin", "load_engine"]
+__all__ = ["ENGINE", "SPECIALISE_AFTER", "cached", "counted_run", "engine_for", "engine_path",
+           "import_twin", "load_engine", "specialise"]
 
 #: The integrator's source: legs of any size (``LEG_SIZE = 0``).
 ENGINE = Path(__file__).with_name("_bdf.py")
@@ -74,3 +75,66 @@ def import_twin(path: Path, name: str) -> ModuleType:
     sys.modules[name] = module  # numba's cache resolves the functions' module by name
     spec.loader.exec_module(module)
     return module
+
+
+def _numba_cache_dir(path: Path) -> Path:
+    """Where numba keeps the machine code of the functions defined in ``path``."""
+    from numba.core import config
+    from numba.core.caching import _CacheLocator
+
+    if config.CACHE_DIR:  # NUMBA_CACHE_DIR
+        return Path(config.CACHE_DIR) / _CacheLocator.get_suitable_cache_subpath(str(path))
+    return path.parent / "__pycache__"
+
+
+def cached(path: Path, entry: str) -> bool:
+    """Whether numba has machine code cached for the function ``entry`` of ``path``."""
+    return any(_numba_cache_dir(path).glob(f"{path.stem}.{entry}-*.nbi"))
+
+
+def engine_for(size: int, directory: Path) -> Path:
+    """The integrator a twin whose legs step ``size`` coordinates runs on: the one compiled
+    for that size (:func:`~reduced_odes._native._engines.engine_path`, its loops unrolled) if
+    numba has its stepping cached, else the one for any size (``ENGINE``), which every
+    system shares.  Both give the same bits (the same operations in the same order: a
+    constant length only lets LLVM unroll the loops); the one for the size steps 1.2 to 1.5
+    times faster, and costs a compile of its own (~15 s of CPU), paid where runs are many
+    (:func:`counted_run`), not by every first run of a new size.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from reduced_odes._native._engines import ENGINE
+    >>> engine_for(2, Path(tempfile.mkdtemp())) == engine_for(0, Path(".")) == ENGINE
+    True
+    """
+    if size:
+        path = engine_path(size, directory)
+        if cached(path, "advance"):
+            return path
+    return ENGINE
+
+
+#: A process's native runs of one twin on the integrator for any size after which it binds the
+#: twin to the integrator for its legs' size (:func:`specialise`): a sweep, a phase diagram
+#: or a long grid pays that compile (~15 s of CPU, under the compile lock: once between
+#: processes), and steps 1.2 to 1.5 times faster from then on; a few runs never do.
+SPECIALISE_AFTER = 1000
+_RUNS: dict[str, int] = {}
+
+
+def counted_run(twin: ModuleType) -> None:
+    """Count a native run of ``twin`` (before it starts); at :data:`SPECIALISE_AFTER` runs on
+    the integrator for any size, :func:`specialise` it."""
+    if not twin.LEG_SIZE or Path(twin._engine.__file__) != ENGINE:
+        return
+    _RUNS[twin.__name__] = runs = _RUNS.get(twin.__name__, 0) + 1
+    if runs >= SPECIALISE_AFTER:
+        specialise(twin)
+
+
+def specialise(twin: ModuleType) -> None:
+    """Bind ``twin`` to the integrator for its legs' size (compiled on its first call, under
+    its compile lock, :func:`engine_once`; then cached, so that later processes start on it)."""
+    if twin.LEG_SIZE:
+        twin.bind(load_engine(engine_path(twin.LEG_SIZE, Path(twin.__file__).parent)))

@@ -28,8 +28,9 @@ from .._driver import _T_MAX, stopped
 from .._problem import Problem
 from .._stop_rules import SettledRule
 from .._trajectory import DomainError
+from ._engines import counted_run
 from ._legs import BdfSolution, _Leg, _legs, _Merged, _Record, _stacked
-from ._twin import counted_run, engine_once, load_twin
+from ._twin import engine_once, load_twin
 
 #: Steps per native call when the model's stop rule is applied in Python: the
 #: run may overshoot its end by up to this many (discarded) steps.

@@ -9,7 +9,8 @@ backends evaluate the same arithmetic.  Each is wrapped as a C callback, and the
 twin hands their addresses, as its *system tuple*, to the native integrator
 (:mod:`reduced_odes._native._bdf`), which is compiled once for every system: a
 new system compiles only its own functions (and a process that makes many runs of one
-twin, the integrator for its legs' size: :func:`engine_for`).  Everything is ``cache=True``: numba
+twin, the integrator for its legs' size:
+:func:`~reduced_odes._native._engines.engine_for`).  Everything is ``cache=True``: numba
 keeps its machine code beside the twin (and beside the integrator), so a warm
 start compiles nothing.
 
@@ -39,10 +40,10 @@ from types import ModuleType
 
 from .._compile import CompiledSystem, write_cache_files
 from .._io import exclusive
-from ._engines import ENGINE, engine_path, import_twin, load_engine
+from . import _engines
+from ._engines import ENGINE, cached, engine_for, import_twin
 
-__all__ = ["SPECIALISE_AFTER", "compiled_once", "counted_run", "engine_for", "engine_once",
-           "import_twin", "load_twin", "specialise", "twin_source"]
+__all__ = ["compiled_once", "engine_once", "import_twin", "load_twin", "twin_source"]
 
 #: Bump when the twin's shape changes.
 TWIN_VERSION = "11"
@@ -234,8 +235,7 @@ from numba import carray, cfunc, njit
 
 from reduced_odes._native._bdf import *  # noqa: F403  the integrator's constants, signatures
 from reduced_odes._native._bdf import _ALLOCATING, _INLINE, _JIT
-from reduced_odes._native._engines import load_engine
-from reduced_odes._native._twin import engine_for
+from reduced_odes._native._engines import engine_for, load_engine
 from reduced_odes._native._kernels import jit_kernels
 """
 
@@ -301,77 +301,14 @@ def scratch_size(n):
 _LOADED: dict[tuple, ModuleType] = {}
 
 
-def _numba_cache_dir(path: Path) -> Path:
-    """Where numba keeps the machine code of the functions defined in ``path``."""
-    from numba.core import config
-    from numba.core.caching import _CacheLocator
-
-    if config.CACHE_DIR:  # NUMBA_CACHE_DIR
-        return Path(config.CACHE_DIR) / _CacheLocator.get_suitable_cache_subpath(str(path))
-    return path.parent / "__pycache__"
-
-
-def _cached(path: Path, entry: str) -> bool:
-    """Whether numba has machine code cached for the function ``entry`` of ``path``."""
-    return any(_numba_cache_dir(path).glob(f"{path.stem}.{entry}-*.nbi"))
-
-
-def engine_for(size: int, directory: Path) -> Path:
-    """The integrator a twin whose legs step ``size`` coordinates runs on: the one compiled
-    for that size (:func:`~reduced_odes._native._engines.engine_path`, its loops unrolled) if
-    numba has its stepping cached, else the one for any size (``ENGINE``), which every
-    system shares.  Both give the same bits (the same operations in the same order: a
-    constant length only lets LLVM unroll the loops); the one for the size steps 1.2 to 1.5
-    times faster, and costs a compile of its own (~15 s of CPU), paid where runs are many
-    (:func:`counted_run`), not by every first run of a new size.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from reduced_odes._native._engines import ENGINE
-    >>> engine_for(2, Path(tempfile.mkdtemp())) == engine_for(0, Path(".")) == ENGINE
-    True
-    """
-    if size:
-        path = engine_path(size, directory)
-        if _cached(path, "advance"):
-            return path
-    return ENGINE
-
-
-#: A process's native runs of one twin on the integrator for any size after which it binds the
-#: twin to the integrator for its legs' size (:func:`specialise`): a sweep, a phase diagram
-#: or a long grid pays that compile (~15 s of CPU, under the compile lock: once between
-#: processes), and steps 1.2 to 1.5 times faster from then on; a few runs never do.
-SPECIALISE_AFTER = 1000
-_RUNS: dict[str, int] = {}
-
-
-def counted_run(twin: ModuleType) -> None:
-    """Count a native run of ``twin`` (before it starts); at :data:`SPECIALISE_AFTER` runs on
-    the integrator for any size, :func:`specialise` it."""
-    if not twin.LEG_SIZE or Path(twin._engine.__file__) != ENGINE:
-        return
-    _RUNS[twin.__name__] = runs = _RUNS.get(twin.__name__, 0) + 1
-    if runs >= SPECIALISE_AFTER:
-        specialise(twin)
-
-
-def specialise(twin: ModuleType) -> None:
-    """Bind ``twin`` to the integrator for its legs' size (compiled on its first call, under
-    its compile lock, :func:`engine_once`; then cached, so that later processes start on it)."""
-    if twin.LEG_SIZE:
-        twin.bind(load_engine(engine_path(twin.LEG_SIZE, Path(twin.__file__).parent)))
-
-
 def _first_compile_notice(system: CompiledSystem, path: Path, engine: Path) -> None:
     """If numba has no cached machine code for this twin (or its integrator, ``engine``)
     yet, one line says so on stderr when it is a terminal (someone is waiting for the
     compile).  Read by a program, stderr carries only warnings and errors: a failure's
     exit-2 line stays the one line, even when the retry on this backend compiles first."""
-    if _interactive() and not (_cached(path, "c_rates") and _cached(engine, "advance")):
+    if _interactive() and not (cached(path, "c_rates") and cached(engine, "advance")):
         print(f"reduced-odes: compiling model {system.model!r} ({system.variant}) for the "
-              f"native integrator with numba, once; cached in {_numba_cache_dir(path)}",
+              f"native integrator with numba, once; cached in {_engines._numba_cache_dir(path)}",
               file=sys.stderr)
 
 
@@ -400,7 +337,7 @@ def compiled_once(source: ModuleType | Path, entry: str = "advance",
     if path.stem in _READY or getattr(_HOLDING, "module", None) is not None:
         yield False
         return
-    if _cached(path, entry):
+    if cached(path, entry):
         _READY.add(path.stem)
         yield False
         return
@@ -488,7 +425,7 @@ def load_twin(system: CompiledSystem, rule=None) -> ModuleType:
     name = f"_reduced_odes_native_{key}"
     with compiled_once(path, "c_rates"):  # importing it compiles its callbacks
         module = import_twin(path, name)
-    if not _cached(engine, "outputs"):
+    if not cached(engine, "outputs"):
         _compile_scans_aside(path, name)
     _LOADED[memo] = module
     return module

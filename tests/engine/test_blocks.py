@@ -168,7 +168,7 @@ def test_the_integrator_for_the_legs_size_changes_no_bit_of_a_run():
     LLVM unrolls the loops), and give the same run to the last bit, whichever a cache holds."""
     from types import SimpleNamespace
 
-    from reduced_odes._native import _twin
+    from reduced_odes._native import _engines, _twin
     from reduced_odes._native._engines import ENGINE, engine_path, load_engine
 
     assert _twin._leg_size(load_system(MODEL)) == 1
@@ -180,7 +180,7 @@ def test_the_integrator_for_the_legs_size_changes_no_bit_of_a_run():
     try:
         read, fixed = _run_on(any_size, twin), _run_on(for_size, twin)
     finally:
-        twin.bind(load_engine(_twin.engine_for(1, Path(twin.__file__).parent)))
+        twin.bind(load_engine(_engines.engine_for(1, Path(twin.__file__).parent)))
     assert for_size is not any_size and for_size.LEG_SIZE == 1 and any_size.LEG_SIZE == 0
     assert read.phases == fixed.phases and read.stats == fixed.stats
     for name, values in fixed.series.items():
@@ -189,13 +189,13 @@ def test_the_integrator_for_the_legs_size_changes_no_bit_of_a_run():
 
 @native
 def test_many_runs_of_a_twin_bind_it_to_the_integrator_for_its_size(monkeypatch):
-    from reduced_odes._native import _twin
+    from reduced_odes._native import _engines, _twin
     from reduced_odes._native._engines import ENGINE, load_engine
 
     twin = _twin.load_twin(load_system(MODEL))
     twin.bind(load_engine(ENGINE))
-    monkeypatch.setattr(_twin, "SPECIALISE_AFTER", 2)
-    monkeypatch.setattr(_twin, "_RUNS", {})
+    monkeypatch.setattr(_engines, "SPECIALISE_AFTER", 2)
+    monkeypatch.setattr(_engines, "_RUNS", {})
     try:
         first = solve(MODEL.make_params({}), solver=SolverConfig(backend="numba"), model=MODEL)
         assert Path(twin._engine.__file__) == ENGINE  # one run: still the shared one
@@ -203,7 +203,7 @@ def test_many_runs_of_a_twin_bind_it_to_the_integrator_for_its_size(monkeypatch)
         assert twin._engine.LEG_SIZE == 1 and Path(twin._engine.__file__).name.startswith(
             "engine-1-")
     finally:
-        twin.bind(load_engine(_twin.engine_for(1, Path(twin.__file__).parent)))
+        twin.bind(load_engine(_engines.engine_for(1, Path(twin.__file__).parent)))
     assert first.phases == second.phases  # the bits of the test above
 
 

@@ -238,7 +238,7 @@ def test_a_first_compile_says_so_once_and_compiles_the_scans_aside(monkeypatch, 
     compile the integrator's scans; none of either once numba's cache holds the twin's
     callbacks and the integrator."""
     from reduced_odes._compile import load_system
-    from reduced_odes._native import _twin
+    from reduced_odes._native import _engines, _twin
 
     started = []
 
@@ -248,7 +248,7 @@ def test_a_first_compile_says_so_once_and_compiles_the_scans_aside(monkeypatch, 
 
     monkeypatch.setattr(_twin.subprocess, "Popen", popen)
     monkeypatch.setattr(_twin, "_ASIDE", [])
-    monkeypatch.setattr(_twin, "_numba_cache_dir", lambda path: tmp_path)
+    monkeypatch.setattr(_engines, "_numba_cache_dir", lambda path: tmp_path)
     monkeypatch.setattr(_twin, "_interactive", lambda: True)  # the line is for a terminal
     monkeypatch.setattr(_twin, "_idle_core", lambda: True)  # a core free for the aside
     system = load_system(get_model("deep_linear"))

@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from reduced_odes._native import _twin
+from reduced_odes._native import _engines, _twin
 
 
 @pytest.fixture
@@ -24,7 +24,8 @@ def locks(monkeypatch, tmp_path):
 
     monkeypatch.setattr(_twin, "exclusive", exclusive)
     monkeypatch.setattr(_twin, "_READY", set())
-    monkeypatch.setattr(_twin, "_numba_cache_dir", lambda path: path.parent / "__pycache__")
+    monkeypatch.setattr(_engines, "_numba_cache_dir",
+                        lambda path: path.parent / "__pycache__")
     (tmp_path / "__pycache__").mkdir()
     twin = types.SimpleNamespace(__file__=str(tmp_path / "native-abc.py"))
     return taken, twin, tmp_path
