@@ -8,7 +8,7 @@ size from its arrays.  The integrator for legs of size ``k`` is a copy of it wit
 ``LEG_SIZE = k``, written into the compile cache as ``engine-<k>-<key>.py`` and compiled
 (``cache=True``) beside it: a constant there lets LLVM unroll the loops over the
 coordinates (1.2 to 1.5 times faster stepping, the same bits), at a compile of its own.
-Which one a twin runs on is :func:`reduced_odes._native._twin.engine_for`'s choice.  The
+Which one a twin runs on is :func:`engine_for`'s choice.  The
 key hashes the source and the numba version.
 """
 
@@ -126,7 +126,7 @@ _RUNS: dict[str, int] = {}
 def counted_run(twin: ModuleType) -> None:
     """Count a native run of ``twin`` (before it starts); at :data:`SPECIALISE_AFTER` runs on
     the integrator for any size, :func:`specialise` it."""
-    if not twin.LEG_SIZE or Path(twin._engine.__file__) != ENGINE:
+    if not twin.LEG_SIZE or twin._engine.LEG_SIZE:  # mixed sizes, or bound already
         return
     _RUNS[twin.__name__] = runs = _RUNS.get(twin.__name__, 0) + 1
     if runs >= SPECIALISE_AFTER:
@@ -135,6 +135,7 @@ def counted_run(twin: ModuleType) -> None:
 
 def specialise(twin: ModuleType) -> None:
     """Bind ``twin`` to the integrator for its legs' size (compiled on its first call, under
-    its compile lock, :func:`engine_once`; then cached, so that later processes start on it)."""
+    its compile lock, :func:`reduced_odes._native._twin.engine_once`; then cached, so that
+    later processes start on it)."""
     if twin.LEG_SIZE:
         twin.bind(load_engine(engine_path(twin.LEG_SIZE, Path(twin.__file__).parent)))
