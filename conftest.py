@@ -49,8 +49,13 @@ _GROUPS_KEY = "reduced_odes_groups"
 
 
 def _group(item) -> str | None:
-    """The group of ``item``: its module, if it shares a costly module-scoped fixture (computed
-    once on one worker, not once on each), else none."""
+    """The group of ``item``: the name of its ``xdist_group`` mark (tests that would each wait
+    for the same first derivation or compile, under its lock, if they ran on both workers at
+    once); else its module, if it shares a costly module-scoped fixture (computed once on one
+    worker, not once on each); else none."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is not None:
+        return str(mark.kwargs.get("name", mark.args[0] if mark.args else item.nodeid))
     definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     shared = any(d and d[-1].scope == "module" for d in definitions.values())
     return item.nodeid.split("::")[0] if shared else None
@@ -88,7 +93,7 @@ def pytest_unconfigure(config):
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadgroup`` by module for the tests that share a costly module-scoped fixture.
+    """``--dist loadgroup``: each group of :func:`_group` on one worker.
 
     pytest-xdist's own ``loadgroup`` reads a group from a suffix it appends to each test's
     id, which pytest 9.2 no longer lets it change (pytest-xdist issue 1386): it groups

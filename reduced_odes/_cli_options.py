@@ -15,7 +15,12 @@ import os
 import sys
 from pathlib import Path
 
-from ._cluster import cluster_executor
+from ._cluster import (
+    CONNECT_TIMEOUT_S,
+    MAX_CONNECT_TIMEOUT_S,
+    check_connect_timeout,
+    cluster_executor,
+)
 from ._params import ParameterError
 from ._results_file import repair_results
 
@@ -68,7 +73,8 @@ def add_backend_option(parser: argparse.ArgumentParser, auto: str,
 
 
 def add_executor_options(parser: argparse.ArgumentParser) -> None:
-    """``--workers`` and ``--scheduler``: where a command's parallel work runs."""
+    """``--workers``, ``--scheduler`` and ``--connect-timeout``: where a command's parallel work
+    runs."""
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="worker processes, at most the cores and the tasks "
                              "(default: every core)")
@@ -77,6 +83,11 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
                              "LocalCluster of worker processes; only this process writes "
                              "results (default: a local process pool; needs the "
                              "[distributed] extra)")
+    parser.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT_S,
+                        metavar="SECONDS",
+                        help="with a scheduler address: how long to wait for it before exiting "
+                             f"2 (default: {CONNECT_TIMEOUT_S:g}; at most "
+                             f"{MAX_CONNECT_TIMEOUT_S:g})")
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +106,8 @@ def run_executor(args: argparse.Namespace):
         yield None, args.workers
         return
 
-    executor = cluster_executor(args.scheduler, workers=args.workers)
+    executor = cluster_executor(args.scheduler, workers=args.workers,
+                                connect_timeout=args.connect_timeout)
     try:
         yield executor, None
     finally:
@@ -103,10 +115,11 @@ def run_executor(args: argparse.Namespace):
 
 
 def check_run_options(args: argparse.Namespace, results: Path | None = None) -> None:
-    """Validate ``--workers``; with ``--repair`` and ``results``, repair ``results`` (before
-    any work)."""
+    """Validate ``--workers`` and ``--connect-timeout``; with ``--repair`` and ``results``,
+    repair ``results`` (before any work)."""
     if args.workers is not None and args.workers < 1:
         raise ParameterError(f"workers={args.workers} must be an integer >= 1")
+    check_connect_timeout(args.connect_timeout)
     if results is not None:
         repair_if_asked(args, results)
 

@@ -15,10 +15,13 @@ import re
 
 from ._params import ParameterError
 
-__all__ = ["cluster_executor"]
+__all__ = ["CONNECT_TIMEOUT_S", "MAX_CONNECT_TIMEOUT_S", "check_connect_timeout",
+           "cluster_executor"]
 
-#: How long to wait for a scheduler before declaring it unreachable.
+#: How long to wait for a scheduler before declaring it unreachable (``--connect-timeout``).
 CONNECT_TIMEOUT_S = 5.0
+#: The longest wait ``--connect-timeout`` accepts: an hour.
+MAX_CONNECT_TIMEOUT_S = 3600.0
 _ADDRESS = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://[^\s/]+(:\d+)?/?$|^[^\s:/]+:\d+$")
 
 
@@ -44,7 +47,24 @@ class _DaskExecutor(cf.Executor):
             self.cluster.close()
 
 
-def cluster_executor(scheduler: str, *, workers: int | None = None) -> cf.Executor:
+def check_connect_timeout(seconds: float) -> None:
+    """Refuse a wait for the scheduler outside ``(0, MAX_CONNECT_TIMEOUT_S]`` seconds.
+
+    Examples
+    --------
+    >>> check_connect_timeout(0.5)
+    >>> check_connect_timeout(0)
+    Traceback (most recent call last):
+    ...
+    reduced_odes._params.ParameterError: connect_timeout=0 s; allowed: 0 < seconds <= 3600
+    """
+    if not (0 < seconds <= MAX_CONNECT_TIMEOUT_S):  # NaN fails too
+        raise ParameterError(f"connect_timeout={seconds:g} s; allowed: 0 < seconds <= "
+                             f"{MAX_CONNECT_TIMEOUT_S:g}")
+
+
+def cluster_executor(scheduler: str, *, workers: int | None = None,
+                     connect_timeout: float = CONNECT_TIMEOUT_S) -> cf.Executor:
     """The executor for ``--scheduler ADDRESS|local``; shut it down to release the cluster.
 
     Parameters
@@ -55,6 +75,9 @@ def cluster_executor(scheduler: str, *, workers: int | None = None) -> cf.Execut
         running dask scheduler, ``tcp://host:port`` or ``host:port``.
     workers : int, optional
         Worker processes of the local cluster (only with ``"local"``).
+    connect_timeout : float, optional
+        Seconds to wait for the scheduler at an address before declaring it
+        unreachable (default ``CONNECT_TIMEOUT_S``, 5; at most an hour).
 
     Returns
     -------
@@ -64,7 +87,7 @@ def cluster_executor(scheduler: str, *, workers: int | None = None) -> cf.Execut
     ------
     ParameterError
         dask.distributed is not installed, the address is malformed, or no
-        scheduler answers there within ``CONNECT_TIMEOUT_S`` (checked here,
+        scheduler answers there within ``connect_timeout`` (checked here,
         before any work).
 
     Examples
@@ -82,6 +105,7 @@ def cluster_executor(scheduler: str, *, workers: int | None = None) -> cf.Execut
     if scheduler != "local" and not _ADDRESS.match(scheduler):
         raise ParameterError(f"scheduler={scheduler!r}; allowed: local, tcp://HOST:PORT "
                              f"or HOST:PORT")
+    check_connect_timeout(connect_timeout)
     if workers is not None and (scheduler != "local" or workers < 1):
         raise ParameterError(f"workers={workers!r}: an integer >= 1, only with scheduler=local")
     try:
@@ -94,9 +118,9 @@ def cluster_executor(scheduler: str, *, workers: int | None = None) -> cf.Execut
                                dashboard_address=None)
         return _DaskExecutor(Client(cluster), cluster)
     try:
-        client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+        client = Client(scheduler, timeout=connect_timeout)
     except (OSError, TimeoutError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ParameterError(f"scheduler={scheduler!r}: no dask scheduler answered within "
-                             f"{CONNECT_TIMEOUT_S:g} s ({reason})") from None
+                             f"{connect_timeout:g} s ({reason})") from None
     return _DaskExecutor(client)

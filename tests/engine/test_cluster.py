@@ -1,6 +1,7 @@
 """The dask.distributed cluster engine, on a real LocalCluster with worker processes."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -84,12 +85,22 @@ def test_worker_killed_mid_sweep_loses_and_duplicates_nothing(local, tmp_path):
     assert all(r["result"]["y"] == r["setting"]["x"] ** 2 for r in lines)
 
 
+#: The tests' wait for a scheduler where none listens: any wait gives the same refusal (a slow
+#: machine cannot make it pass or fail), so the shortest that still connects for real.
+NOBODY_LISTENS_S = 0.5
+
+
 def test_unreachable_scheduler_is_one_line_parameter_error():
-    # No clock here: the client gives up after its own CONNECT_TIMEOUT_S (a slow machine
-    # does not make it fail), before any work.
-    with pytest.raises(ParameterError) as info:
-        cluster_executor("tcp://127.0.0.1:9")  # port 9 (discard): nothing listens
+    with pytest.raises(ParameterError) as info:  # port 9 (discard): nothing listens
+        cluster_executor("tcp://127.0.0.1:9", connect_timeout=NOBODY_LISTENS_S)
     assert "\n" not in str(info.value) and "127.0.0.1:9" in str(info.value)
+    assert f"within {NOBODY_LISTENS_S:g} s" in str(info.value)
+
+
+@pytest.mark.parametrize("seconds", [0.0, -1.0, math.nan, math.inf, 3600.5])
+def test_a_wait_for_the_scheduler_outside_its_range_is_refused_before_connecting(seconds):
+    with pytest.raises(ParameterError, match=r"connect_timeout=.*allowed: 0 < seconds <= 3600"):
+        cluster_executor("tcp://127.0.0.1:9", connect_timeout=seconds)
 
 
 def test_malformed_address_is_rejected_before_connecting():
@@ -117,12 +128,28 @@ def test_cli_unreachable_scheduler_exits_2_with_one_line_before_any_work(tmp_pat
             "verify": ["verify", "--grid", "quick", "--out", str(out)],
             "compare": ["compare", "--grid", str(grid), "--out", str(out)]}[command]
     done = subprocess.run([sys.executable, "-m", "reduced_odes", *argv, "--scheduler",
-                           "tcp://127.0.0.1:9"], capture_output=True, text=True,
+                           "tcp://127.0.0.1:9", "--connect-timeout", str(NOBODY_LISTENS_S)],
+                          capture_output=True, text=True,
                           timeout=HANG_GUARD_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "scheduler" in lines[0] and "Traceback" not in done.stderr
     assert not list(out.rglob("*.json*"))  # nothing computed
+
+
+@pytest.mark.parametrize("seconds", ["0", "-2", "nan", "1e9"])
+def test_cli_wait_for_the_scheduler_outside_its_range_exits_2_in_one_line(tmp_path, capsys,
+                                                                         seconds):
+    from reduced_odes.cli import main
+
+    grid = tmp_path / "grid.toml"
+    grid.write_text("[grid]\nsigma = [1e-3]\n[fixed]\nL = 20\n")
+    out = tmp_path / "r.jsonl"
+    assert main(["sweep", "--grid", str(grid), "--out", str(out), "--connect-timeout",
+                 seconds]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "connect_timeout=" in lines[0] and "<= 3600" in lines[0]
+    assert not out.exists()
 
 
 def _run_on_pool_and_cluster(argv) -> None:

@@ -10,8 +10,11 @@ import pytest
 from reduced_odes import Setting, solve
 from reduced_odes._backend import native_available
 
-pytestmark = pytest.mark.skipif(not native_available(),
-                                reason="numba is not installed (the [fast] extra)")
+#: One worker: every test here first needs the same derivation and twin (~20 s of CPU, under
+#: their locks), which a second worker would only wait for.
+pytestmark = [pytest.mark.skipif(not native_available(),
+                                 reason="numba is not installed (the [fast] extra)"),
+              pytest.mark.xdist_group("committee_machine-erf-2-2-native")]
 
 #: The committee machine's corners and middle of the docs page's diagram (eta 0.05..1.5,
 #: asymmetry 1e-10..1e-4), and a student narrower than its teacher.
@@ -31,8 +34,9 @@ def test_the_whole_solves_value_bit_for_bit(values):
     from reduced_odes._native._phase_times import phase_time
 
     setting = _setting(values)
+    phases = solve(setting).phases
     for phase in setting.model.phase_order:
-        whole = solve(setting).phases.get(phase, math.nan)
+        whole = phases.get(phase, math.nan)
         lean = phase_time(setting, phase)
         assert (lean is None and not math.isfinite(whole)) or lean == whole, (phase, values)
 
