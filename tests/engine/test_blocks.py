@@ -161,19 +161,35 @@ def _run_on(engine, twin):
 
 
 @native
-def test_the_integrator_for_the_legs_size_changes_no_bit_of_a_run():
+def test_the_integrator_for_a_legs_size_is_the_shared_one_with_that_size_fixed():
     """A twin runs on the integrator for any size until numba has the one for its legs' size
     cached, or until a process has made many runs of it (``engine_for``, ``counted_run``):
     the two are one source, the second with the legs' length fixed (``LEG_SIZE``, so that
-    LLVM unrolls the loops), and give the same run to the last bit, whichever a cache holds."""
+    LLVM unrolls the loops).  That they give the same bits is the slow test's below (it
+    compiles the second, ~15 s of CPU)."""
     from types import SimpleNamespace
 
-    from reduced_odes._native import _engines, _twin
-    from reduced_odes._native._engines import ENGINE, engine_path, load_engine
+    from reduced_odes._native import _twin
+    from reduced_odes._native._engines import ENGINE, engine_path
 
     assert _twin._leg_size(load_system(MODEL)) == 1
     assert _twin._leg_size(SimpleNamespace(blocks=((0,), (1, 2)), size=3)) == 0
     assert _twin._leg_size(SimpleNamespace(blocks=(), size=3)) == 3
+    twin = _twin.load_twin(load_system(MODEL))
+    shared = ENGINE.read_text(encoding="utf-8").splitlines()
+    for_size = engine_path(1, Path(twin.__file__).parent).read_text(encoding="utf-8")
+    changed = [(a, b) for a, b in zip(shared, for_size.splitlines(), strict=True) if a != b]
+    assert changed == [("LEG_SIZE = 0", "LEG_SIZE = 1")]
+
+
+@pytest.mark.slow
+@native
+def test_the_integrator_for_the_legs_size_changes_no_bit_of_a_run():
+    """The integrators for any size and for the legs' size give the same run to the last bit,
+    whichever a cache holds."""
+    from reduced_odes._native import _engines, _twin
+    from reduced_odes._native._engines import ENGINE, engine_path, load_engine
+
     twin = _twin.load_twin(load_system(MODEL))
     for_size = load_engine(engine_path(1, Path(twin.__file__).parent))
     any_size = load_engine(ENGINE)
@@ -189,6 +205,9 @@ def test_the_integrator_for_the_legs_size_changes_no_bit_of_a_run():
 
 @native
 def test_many_runs_of_a_twin_bind_it_to_the_integrator_for_its_size(monkeypatch):
+    """The runs are counted before they start; the one that reaches ``SPECIALISE_AFTER`` binds
+    the twin, and runs, on the integrator for its size (not run here: that compile is the
+    slow test's above)."""
     from reduced_odes._native import _engines, _twin
     from reduced_odes._native._engines import ENGINE, load_engine
 
@@ -197,14 +216,13 @@ def test_many_runs_of_a_twin_bind_it_to_the_integrator_for_its_size(monkeypatch)
     monkeypatch.setattr(_engines, "SPECIALISE_AFTER", 2)
     monkeypatch.setattr(_engines, "_RUNS", {})
     try:
-        first = solve(MODEL.make_params({}), solver=SolverConfig(backend="numba"), model=MODEL)
+        solve(MODEL.make_params({}), solver=SolverConfig(backend="numba"), model=MODEL)
         assert Path(twin._engine.__file__) == ENGINE  # one run: still the shared one
-        second = solve(MODEL.make_params({}), solver=SolverConfig(backend="numba"), model=MODEL)
+        _engines.counted_run(twin)  # what the second run does before it starts
         assert twin._engine.LEG_SIZE == 1 and Path(twin._engine.__file__).name.startswith(
             "engine-1-")
     finally:
         twin.bind(load_engine(_engines.engine_for(1, Path(twin.__file__).parent)))
-    assert first.phases == second.phases  # the bits of the test above
 
 
 @native
