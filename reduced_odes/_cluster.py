@@ -102,12 +102,7 @@ def cluster_executor(scheduler: str, *, workers: int | None = None,
     reduced_odes._params.ParameterError: scheduler='not an address'; allowed: local,
     tcp://HOST:PORT or HOST:PORT
     """
-    if scheduler != "local" and not _ADDRESS.match(scheduler):
-        raise ParameterError(f"scheduler={scheduler!r}; allowed: local, tcp://HOST:PORT "
-                             f"or HOST:PORT")
-    check_connect_timeout(connect_timeout)
-    if workers is not None and (scheduler != "local" or workers < 1):
-        raise ParameterError(f"workers={workers!r}: an integer >= 1, only with scheduler=local")
+    _check_arguments(scheduler, workers, connect_timeout)
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -124,3 +119,13 @@ def cluster_executor(scheduler: str, *, workers: int | None = None,
         raise ParameterError(f"scheduler={scheduler!r}: no dask scheduler answered within "
                              f"{connect_timeout:g} s ({reason})") from None
     return _DaskExecutor(client)
+
+
+def _check_arguments(scheduler: str, workers: int | None, connect_timeout: float) -> None:
+    """:func:`cluster_executor`'s arguments, refused in one line before anything starts."""
+    if scheduler != "local" and not _ADDRESS.match(scheduler):
+        raise ParameterError(f"scheduler={scheduler!r}; allowed: local, tcp://HOST:PORT "
+                             f"or HOST:PORT")
+    check_connect_timeout(connect_timeout)
+    if workers is not None and (scheduler != "local" or workers < 1):
+        raise ParameterError(f"workers={workers!r}: an integer >= 1, only with scheduler=local")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reduced_odes import ParameterError, SolverConfig, solve
+from reduced_odes import ParameterError, SolverConfig, get_model, solve
 from reduced_odes._results import ResultsFileError, results_line
 from reduced_odes._results_file import read_results, repair_results
 from reduced_odes._sweep import run_sweep
@@ -173,13 +173,16 @@ def test_workers_are_capped_at_the_settings():
 def test_no_writable_cache_falls_back_with_one_warning(tmp_path):
     env = {"XDG_CACHE_HOME": "/etc/hostname"}
     clean = {k: v for k, v in os.environ.items() if k != "REDUCED_ODES_CACHE"}
-    result = subprocess.run([sys.executable, "-m", "reduced_odes", "solve", "--L", "50",
-                             "--json"], capture_output=True, text=True, timeout=HANG_GUARD_S,
-                            env={**clean, "PYTHONPATH": str(ROOT), **env})
+    # The smallest model: the process derives it afresh into a temporary cache.
+    result = subprocess.run([sys.executable, "-m", "reduced_odes", "solve", "--model",
+                             "deep_linear", "--json"], capture_output=True, text=True,
+                            timeout=HANG_GUARD_S, env={**clean, "PYTHONPATH": str(ROOT), **env})
     assert result.returncode == 0, result.stderr
     assert "REDUCED_ODES_CACHE" in _one_line(result.stderr)
     # The result is unchanged: the solve command's, cross-checked as it is by default.
-    reference = solve(ModelParams(L=50), solver=SolverConfig(cross_check=True)).phases
+    model = get_model("deep_linear")
+    reference = solve(model.make_params({}), solver=SolverConfig(cross_check=True),
+                      model=model).phases
     assert json.loads(result.stdout)["phases"] == reference
 
 
