@@ -71,22 +71,26 @@ def _i2(C: np.ndarray, a: np.ndarray, b: np.ndarray, activation: str) -> np.ndar
 def _i3(C: np.ndarray, a, b, c, activation: str) -> np.ndarray:
     if activation == "linear":
         return C[b, c]
-    lambda3 = (1 + C[a, a]) * (1 + C[c, c]) - C[a, c] ** 2
+    one_aa, c_ac = 1 + C[a, a], C[a, c]
+    lambda3 = one_aa * (1 + C[c, c]) - c_ac ** 2
     return (2 / np.pi / np.sqrt(lambda3)
-            * (C[b, c] * (1 + C[a, a]) - C[a, b] * C[a, c]) / (1 + C[a, a]))
+            * (C[b, c] * one_aa - C[a, b] * c_ac) / one_aa)
 
 
 def _i4(C: np.ndarray, a, b, c, d, activation: str) -> np.ndarray:
     if activation == "linear":
         return C[c, d]
-    lambda4 = (1 + C[a, a]) * (1 + C[b, b]) - C[a, b] ** 2
-    lambda0 = (lambda4 * C[c, d] - C[b, c] * C[b, d] * (1 + C[a, a])
-               - C[a, c] * C[a, d] * (1 + C[b, b])
-               + C[a, b] * C[a, c] * C[b, d] + C[a, b] * C[a, d] * C[b, c])
-    lambda1 = (lambda4 * (1 + C[c, c]) - C[b, c] ** 2 * (1 + C[a, a])
-               - C[a, c] ** 2 * (1 + C[b, b]) + 2 * C[a, b] * C[a, c] * C[b, c])
-    lambda2 = (lambda4 * (1 + C[d, d]) - C[b, d] ** 2 * (1 + C[a, a])
-               - C[a, d] ** 2 * (1 + C[b, b]) + 2 * C[a, b] * C[a, d] * C[b, d])
+    # Each covariance entry gathered once (the same numbers, the same operations).
+    one_aa, one_bb, c_ab = 1 + C[a, a], 1 + C[b, b], C[a, b]
+    c_ac, c_ad, c_bc, c_bd = C[a, c], C[a, d], C[b, c], C[b, d]
+    lambda4 = one_aa * one_bb - c_ab ** 2
+    lambda0 = (lambda4 * C[c, d] - c_bc * c_bd * one_aa
+               - c_ac * c_ad * one_bb
+               + c_ab * c_ac * c_bd + c_ab * c_ad * c_bc)
+    lambda1 = (lambda4 * (1 + C[c, c]) - c_bc ** 2 * one_aa
+               - c_ac ** 2 * one_bb + 2 * c_ab * c_ac * c_bc)
+    lambda2 = (lambda4 * (1 + C[d, d]) - c_bd ** 2 * one_aa
+               - c_ad ** 2 * one_bb + 2 * c_ab * c_ad * c_bd)
     return 4 / np.pi**2 / np.sqrt(lambda4) * np.arcsin(lambda0 / np.sqrt(lambda1 * lambda2))
 
 
@@ -163,10 +167,18 @@ def unpack(y: np.ndarray, K: int, M: int) -> tuple[np.ndarray, np.ndarray]:
     >>> Q.tolist(), R.tolist()
     ([[1.0, 2.0], [2.0, 3.0]], [[4.0], [5.0]])
     """
-    Q = np.zeros((K, K))
-    Q[np.triu_indices(K)] = y[:K * (K + 1) // 2]
-    Q = Q + np.triu(Q, 1).T
+    upper, lower = _triangles(K)
+    Q = np.empty((K, K))
+    Q[upper] = y[:K * (K + 1) // 2]
+    Q[lower] = Q.T[lower]  # the mirror image, the same numbers
     return Q, np.asarray(y[K * (K + 1) // 2:], float).reshape(K, M)
+
+
+@functools.cache
+def _triangles(K: int) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """The indices of the upper triangle (diagonal included) and of the strict lower one
+    (once per ``K``: the flow unpacks its state at every evaluation)."""
+    return np.triu_indices(K), np.tril_indices(K, -1)
 
 
 def field_covariance(Q: np.ndarray, R: np.ndarray, T: np.ndarray) -> np.ndarray:
@@ -177,7 +189,10 @@ def field_covariance(Q: np.ndarray, R: np.ndarray, T: np.ndarray) -> np.ndarray:
     >>> field_covariance(np.eye(1), np.zeros((1, 1)), 2 * np.eye(1)).tolist()
     [[1.0, 0.0], [0.0, 2.0]]
     """
-    return np.block([[Q, R], [R.T, T]])
+    K, M = R.shape
+    C = np.empty((K + M, K + M))
+    C[:K, :K], C[:K, K:], C[K:, :K], C[K:, K:] = Q, R, R.T, T
+    return C
 
 
 def rhs(y: np.ndarray, K: int, M: int, eta: float, noise: float = 0.0,
