@@ -299,6 +299,8 @@ def scratch_size(n):
 """
 
 _LOADED: dict[tuple, ModuleType] = {}
+#: The twin's callback compiled last when it is imported (the template's last ``cfunc``).
+LAST_CALLBACK = "c_settled"
 
 
 def _first_compile_notice(system: CompiledSystem, path: Path, engine: Path) -> None:
@@ -306,7 +308,7 @@ def _first_compile_notice(system: CompiledSystem, path: Path, engine: Path) -> N
     yet, one line says so on stderr when it is a terminal (someone is waiting for the
     compile).  Read by a program, stderr carries only warnings and errors: a failure's
     exit-2 line stays the one line, even when the retry on this backend compiles first."""
-    if _interactive() and not (cached(path, "c_rates") and cached(engine, "advance")):
+    if _interactive() and not (cached(path, LAST_CALLBACK) and cached(engine, "advance")):
         print(f"reduced-odes: compiling model {system.model!r} ({system.variant}) for the "
               f"native integrator with numba, once; cached in {_engines._numba_cache_dir(path)}",
               file=sys.stderr)
@@ -423,7 +425,10 @@ def load_twin(system: CompiledSystem, rule=None) -> ModuleType:
     engine = engine_for(_leg_size(system), path.parent)  # found once, read twice here
     _first_compile_notice(system, path, engine)
     name = f"_reduced_odes_native_{key}"
-    with compiled_once(path, "c_rates"):  # importing it compiles its callbacks
+    # Importing it compiles its callbacks, in the order defined: the lock is skipped only once
+    # the last, ``c_settled``, is cached (a second process that saw ``c_rates`` cached while
+    # the first still compiled the Jacobian would have compiled it again beside the first).
+    with compiled_once(path, LAST_CALLBACK):
         module = import_twin(path, name)
     if not cached(engine, "outputs"):
         _compile_scans_aside(path, name)

@@ -310,8 +310,11 @@ def _compile_once(module, system: StructuredSystem) -> None:
     """Compile ``module``'s rates, Jacobian and loss now, holding its compile lock unless
     numba has them cached (:func:`~reduced_odes._native._twin.compiled_once`): processes
     sharing a cache then compile the module once between them.  The calls are the
-    system's own, so they compile the signatures a run uses (the same for every width)."""
-    with compiled_once(module, "rates") as compiling:
+    system's own, so they compile the signatures a run uses (the same for every width).
+    The lock is skipped once the *last* of them, ``loss``, is cached: the first, ``rates``,
+    is cached while the Jacobian still compiles, and a second process that saw it would have
+    compiled the Jacobian again beside the first."""
+    with compiled_once(module, "loss") as compiling:
         if compiling:
             y = np.full(len(system.state_names), 0.5)  # any state: only the types matter
             system.rhs(0.0, y, 0.1, 0.0)

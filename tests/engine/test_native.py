@@ -232,6 +232,30 @@ def test_the_scans_compiled_aside_have_the_signatures_of_a_run(name):
     assert {e: set(getattr(engine, e).overloads) for e in called} == called
 
 
+def _compiled_in_order(directory: Path, stem: str, entries) -> list[str]:
+    """``entries`` of the generated module ``stem`` in the order numba cached them."""
+    found = {e: directory.glob(f"{stem}.{e}-*.nbi") for e in entries}
+    times = {e: min(p.stat().st_mtime_ns for p in paths) for e, paths in
+             ((e, list(g)) for e, g in found.items()) if paths}
+    return sorted(times, key=times.get)
+
+
+def test_a_twins_compile_lock_waits_for_its_last_callback(tmp_path, monkeypatch):
+    """Another process skips a twin's compile lock once ``LAST_CALLBACK`` is cached: it must
+    be the callback compiled last, or that process would compile the rest again beside the
+    first (the Jacobian, seconds of CPU)."""
+    from reduced_odes._compile import load_system
+    from reduced_odes._native import _twin
+
+    monkeypatch.setenv("REDUCED_ODES_CACHE", str(tmp_path))  # a cold twin
+    monkeypatch.setattr(_twin, "_LOADED", {})
+    twin = _twin.load_twin(load_system(get_model("deep_linear")))
+    path = Path(twin.__file__)
+    callbacks = [name for name in vars(twin) if name.startswith("c_")]
+    order = _compiled_in_order(path.parent / "__pycache__", path.stem, callbacks)
+    assert len(order) == len(callbacks) == 6 and order[-1] == _twin.LAST_CALLBACK
+
+
 def test_a_first_compile_says_so_once_and_compiles_the_scans_aside(monkeypatch, capsys,
                                                                     tmp_path):
     """One line on stderr, naming the model and the cache, and one process started to
@@ -259,7 +283,7 @@ def test_a_first_compile_says_so_once_and_compiles_the_scans_aside(monkeypatch, 
     assert len(started) == 1 and started[0][1:4] == ["-m", "reduced_odes._native._precompile",
                                                       str(Path(twin.__file__))]
     engine = Path(twin._engine.__file__).stem
-    for stem, entry in [(Path(twin.__file__).stem, "c_rates"), (engine, "advance"),
+    for stem, entry in [(Path(twin.__file__).stem, _twin.LAST_CALLBACK), (engine, "advance"),
                         (engine, "outputs")]:
         (tmp_path / f"{stem}.{entry}-1.py311.nbi").touch()
     monkeypatch.setattr(_twin, "_LOADED", {})

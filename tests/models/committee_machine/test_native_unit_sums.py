@@ -5,6 +5,8 @@ backend against the hand-typed reference (``reference.py``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,7 +17,10 @@ from reduced_odes.models.committee_machine import MODEL, CommitteeParams, overla
 from .reference import reference_solution
 from .test_widths import _realisable, _wide_case, assert_same_flow
 
-pytestmark = pytest.mark.skipif(not native_available(), reason="numba is not installed")
+#: One worker: the tests share two generated modules (~10 to 17 s of numba each, cold), which a
+#: second worker would wait for, or compile again.
+pytestmark = [pytest.mark.skipif(not native_available(), reason="numba is not installed"),
+              pytest.mark.xdist_group("committee_machine-native-unit-sums")]
 
 
 def _native(system):
@@ -74,6 +79,12 @@ def test_a_new_width_compiles_nothing():
         assert np.all(np.isfinite(native.rhs(0.0, y, 0.1, 0.1)))
     module = _module("linear", True)
     assert len(module.rates.signatures) == 1 and len(module.jacobian.signatures) == 1
+    # Another process skips the module's compile lock once ``loss`` is cached: it must be the
+    # last compiled, or that process would compile the Jacobian again beside the first.
+    path = Path(module.__file__)
+    found = {e: min(p.stat().st_mtime_ns for p in (path.parent / "__pycache__").glob(
+        f"{path.stem}.{e}-*.nbi")) for e in ("rates", "jacobian", "loss")}
+    assert max(found, key=found.get) == "loss"
 
 
 def test_erf_six_by_six_natively_equals_the_reference():
