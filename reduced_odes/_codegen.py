@@ -122,7 +122,7 @@ def _versions() -> str:
 
 
 def generate(model_name: str, variant: str, derivation) -> tuple[str, str]:
-    """Generated module body and its expression key."""
+    """Generated module body and its key (a hash of the code it runs, :func:`_module_body`)."""
     import sympy as sp
 
     d = derivation
