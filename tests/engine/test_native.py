@@ -17,6 +17,8 @@ from reduced_odes import SettledRule, SolverConfig, solve
 from reduced_odes._backend import native_available
 from reduced_odes.models import get_model
 
+from ._numba_cache import compiled_in_order
+
 pytestmark = pytest.mark.skipif(not native_available(),
                                 reason="numba is not installed (the [fast] extra)")
 
@@ -232,14 +234,6 @@ def test_the_scans_compiled_aside_have_the_signatures_of_a_run(name):
     assert {e: set(getattr(engine, e).overloads) for e in called} == called
 
 
-def _compiled_in_order(directory: Path, stem: str, entries) -> list[str]:
-    """``entries`` of the generated module ``stem`` in the order numba cached them."""
-    found = {e: directory.glob(f"{stem}.{e}-*.nbi") for e in entries}
-    times = {e: min(p.stat().st_mtime_ns for p in paths) for e, paths in
-             ((e, list(g)) for e, g in found.items()) if paths}
-    return sorted(times, key=times.get)
-
-
 def test_a_twins_compile_lock_waits_for_its_last_callback(tmp_path, monkeypatch):
     """Another process skips a twin's compile lock once ``LAST_CALLBACK`` is cached: it must
     be the callback compiled last, or that process would compile the rest again beside the
@@ -250,9 +244,8 @@ def test_a_twins_compile_lock_waits_for_its_last_callback(tmp_path, monkeypatch)
     monkeypatch.setenv("REDUCED_ODES_CACHE", str(tmp_path))  # a cold twin
     monkeypatch.setattr(_twin, "_LOADED", {})
     twin = _twin.load_twin(load_system(get_model("deep_linear")))
-    path = Path(twin.__file__)
     callbacks = [name for name in vars(twin) if name.startswith("c_")]
-    order = _compiled_in_order(path.parent / "__pycache__", path.stem, callbacks)
+    order = compiled_in_order(Path(twin.__file__), callbacks)
     assert len(order) == len(callbacks) == 6 and order[-1] == _twin.LAST_CALLBACK
 
 

@@ -14,6 +14,7 @@ from reduced_odes import SolverConfig, load_system, solve
 from reduced_odes._backend import native_available
 from reduced_odes.models.committee_machine import MODEL, CommitteeParams, overlap_state
 
+from ...engine._numba_cache import compiled_in_order
 from .reference import reference_solution
 from .test_widths import _realisable, _wide_case, assert_same_flow
 
@@ -81,10 +82,8 @@ def test_a_new_width_compiles_nothing():
     assert len(module.rates.signatures) == 1 and len(module.jacobian.signatures) == 1
     # Another process skips the module's compile lock once ``loss`` is cached: it must be the
     # last compiled, or that process would compile the Jacobian again beside the first.
-    path = Path(module.__file__)
-    found = {e: min(p.stat().st_mtime_ns for p in (path.parent / "__pycache__").glob(
-        f"{path.stem}.{e}-*.nbi")) for e in ("rates", "jacobian", "loss")}
-    assert max(found, key=found.get) == "loss"
+    order = compiled_in_order(Path(module.__file__), ("rates", "jacobian", "loss"))
+    assert len(order) == 3 and order[-1] == "loss"
 
 
 def test_erf_six_by_six_natively_equals_the_reference():
